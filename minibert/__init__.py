@@ -1,0 +1,69 @@
+"""minibert: BERT from first principles, a small, tested PyTorch package behind a six-lesson course.
+
+The public API is the list of names below. Each name is imported from its module the first time
+it is used (PEP 562), so ``import minibert`` is fast and pulls in nothing heavy: torch loads with
+the first model or tensor function, matplotlib only with a plot, gensim only with the Wikipedia
+reader, ipywidgets only with the explorer.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # reproducibility and devices
+    "set_seed": "utils",
+    "default_device": "utils",
+    # lesson 1: tokens and segments
+    "BertTokenizer": "tokenization",
+    "Encoding": "tokenization",
+    "train_wordpiece": "tokenization",
+    "wordpiece_tokenize": "tokenization",
+    "get_tokens_and_segments": "tokenization",
+    # lesson 3: the encoder
+    "BertConfig": "config",
+    "BertModel": "model",
+    "BertForPreTraining": "model",
+    "BertForMaskedLM": "model",
+    "BertForSequenceClassification": "model",
+    "BertForTokenClassification": "model",
+    # lesson 4: masked language modelling
+    "fill_mask": "pretraining",
+}
+
+_SUBMODULES = (
+    "assets",
+    "attention",
+    "checkpoint",
+    "cli",
+    "config",
+    "corpora",
+    "exercises",
+    "finetuning",
+    "model",
+    "pretraining",
+    "tokenization",
+    "training",
+    "utils",
+    "viz",
+)
+
+__all__ = sorted([*_EXPORTS, *_SUBMODULES])
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"minibert.{_EXPORTS[name]}"), name)
+        globals()[name] = value  # cache: the next lookup is a plain attribute
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"minibert.{name}")
+    raise AttributeError(f"module 'minibert' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
