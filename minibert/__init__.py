@@ -31,8 +31,6 @@ _EXPORTS: dict[str, str] = {
     "BertForMaskedLM": "model",
     "BertForSequenceClassification": "model",
     "BertForTokenClassification": "model",
-    # lesson 4: masked language modelling
-    "fill_mask": "pretraining",
 }
 
 _SUBMODULES = (

@@ -20,7 +20,6 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -118,10 +117,14 @@ ASSETS: dict[str, Asset] = {
                 "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
             ),
             Member(
-                "vocab.txt", 231_508, "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
+                "vocab.txt",
+                231_508,
+                "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
             ),
             Member(
-                "config.json", 612, "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"
+                "config.json",
+                612,
+                "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
             ),
             Member(
                 "tokenizer.json",
@@ -139,7 +142,9 @@ ASSETS: dict[str, Asset] = {
                 "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
             ),
             Member(
-                "modules.json", 349, "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf"
+                "modules.json",
+                349,
+                "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
             ),
             Member(
                 "sentence_bert_config.json",
@@ -157,7 +162,9 @@ ASSETS: dict[str, Asset] = {
                 "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23",
             ),
             Member(
-                "README.md", 10_454, "7dfc82496ec33f906b5b0d6750c1e2397da6530c74d1ae3568c55bc2739125e7"
+                "README.md",
+                10_454,
+                "7dfc82496ec33f906b5b0d6750c1e2397da6530c74d1ae3568c55bc2739125e7",
             ),
         ),
         is_folder=True,
@@ -180,10 +187,10 @@ def _source_checkout() -> Path | None:
     """The repository root when minibert runs from a source checkout, else None."""
     root = Path(__file__).resolve().parent.parent
     pyproject = root / "pyproject.toml"
-    if (root / "data").is_dir() and pyproject.is_file():
-        if 'name = "minibert"' in pyproject.read_text(encoding="utf-8", errors="replace"):
-            return root
-    return None
+    is_ours = pyproject.is_file() and 'name = "minibert"' in pyproject.read_text(
+        encoding="utf-8", errors="replace"
+    )
+    return root if is_ours and (root / "data").is_dir() else None
 
 
 def cache_dir() -> Path:
@@ -349,7 +356,8 @@ def _pip_download(asset: Asset, dest: Path) -> Path:
     attempts = [base + [asset.requirement]]
     # platform wheels (gensim) may not exist for this interpreter; the data file is the same in all
     attempts.append(
-        base + ["--python-version", "3.11", "--platform", "manylinux_2_28_x86_64", asset.requirement]
+        base
+        + ["--python-version", "3.11", "--platform", "manylinux_2_28_x86_64", asset.requirement]
     )
     last = ""
     for command in attempts:
@@ -474,7 +482,9 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m minibert.assets``."""
-    parser = argparse.ArgumentParser(prog="python -m minibert.assets", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m minibert.assets", description=__doc__.split("\n")[0]
+    )
     add_arguments(parser)
     return run(parser.parse_args(argv))
 

@@ -135,7 +135,9 @@ _END_SECTIONS = re.compile(
 )
 _HEADING = re.compile(r"^=+.*=+\s*$")
 _TABLE_OR_TEMPLATE = re.compile(r"^\s*(\{\||\|\}|\||!|\{\{|\}\})")
-_EMPTY_PARENS = re.compile(r"\(\s*[,;:]?\s*\)")
+_EMPTY_PARENS = re.compile(r"\(\s*[,;:\s]*\)")  # what removed templates leave: "( )", "(;;)"
+_PUNCT_OPENING_PARENS = re.compile(r"\(\s*(?:[,;:]\s*)+")  # "(; ; 14 March" -> "(14 March"
+_PUNCT_CLOSING_PARENS = re.compile(r"(?:\s*[,;:])+\s*\)")  # "(Akhilleus, )" -> "(Akhilleus)"
 _SPACE_BEFORE_PUNCT = re.compile(r"\s+([,.;:!?])")
 _MIN_PARAGRAPH_WORDS = 4
 
@@ -151,7 +153,9 @@ def wiki_paragraphs(wikitext: str) -> list[str]:
 
     def flush() -> None:
         text = " ".join(" ".join(current).split())
-        text = _SPACE_BEFORE_PUNCT.sub(r"\1", _EMPTY_PARENS.sub("", text))
+        text = _PUNCT_OPENING_PARENS.sub("(", _EMPTY_PARENS.sub("", text))
+        text = _PUNCT_CLOSING_PARENS.sub(")", text)
+        text = _SPACE_BEFORE_PUNCT.sub(r"\1", text)
         text = " ".join(text.split())
         if len(text.split()) >= _MIN_PARAGRAPH_WORDS:
             paragraphs.append(text)

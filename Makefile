@@ -1,0 +1,62 @@
+# minibert: set up, open the course, run the tests. Needs Python >= 3.10 and access to PyPI.
+#   make lab     virtual environment + install + assets, then JupyterLab on notebooks/
+#   make test    virtual environment + install (with test tools) + assets, then unit tests + nbval
+# Override on the command line, e.g. `make test PYTHON=python3.12` or `make lab TORCH=torch`.
+
+PYTHON ?= python3
+VENV ?= .venv
+# torch is installed first and only when the environment has none. On this course's reference
+# machine `torch==2.13.0` is the CPU build; on a Linux laptop without a GPU you can save gigabytes
+# with: make lab TORCH_INDEX="--index-url https://download.pytorch.org/whl/cpu"
+TORCH ?= torch==2.13.0
+TORCH_INDEX ?=
+PY := $(VENV)/bin/python
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+
+.PHONY: lab test unit nbval notebooks assets lint format clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(VENV)/.course: pyproject.toml | $(PY)
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install $(TORCH) $(TORCH_INDEX)
+	$(PY) -m pip install -e ".[course]"
+	touch $@
+
+$(VENV)/.dev: pyproject.toml $(VENV)/.course
+	$(PY) -m pip install -e ".[course,dev]"
+	touch $@
+
+assets: $(VENV)/.course
+	$(PY) -m minibert.assets fetch all
+
+lab: assets
+	$(PY) -m jupyter lab --notebook-dir=notebooks
+
+test: $(VENV)/.dev assets
+	$(PY) -m pytest tests notebooks $(NBVAL)
+
+unit: $(VENV)/.dev assets
+	$(PY) -m pytest tests
+
+nbval: $(VENV)/.dev assets
+	$(PY) -m pytest notebooks $(NBVAL)
+
+# re-execute every notebook in place, top to bottom, each in a fresh kernel
+notebooks: $(VENV)/.dev assets
+	for nb in notebooks/*.ipynb; do \
+	  $(PY) -m jupyter nbconvert --to notebook --execute --inplace \
+	    --ExecutePreprocessor.timeout=900 "$$nb" || exit 1; \
+	done
+
+lint: $(VENV)/.dev
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: $(VENV)/.dev
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

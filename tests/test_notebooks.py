@@ -1,0 +1,40 @@
+"""Hygiene of the stored notebooks (nbval, run by the test command, checks their outputs)."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+MACHINE_PATH = re.compile(r"(?<![:\w/.])/(?:home|root|tmp|usr|work|Users|var|opt)/|[A-Z]:\\\\Users")
+MAX_BYTES = 3_000_000
+
+
+def test_the_course_notebooks_are_there():
+    names = [p.name for p in NOTEBOOKS]
+    assert "00_start_here.ipynb" in names
+    assert names == sorted(names)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_hygiene(path):
+    assert path.stat().st_size < MAX_BYTES, f"{path.name} is over 3 MB"
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    assert nb["nbformat"] == 4
+    code = [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
+    assert code, "a notebook without code"
+    counts = [c["execution_count"] for c in code]
+    assert counts == list(range(1, len(code) + 1)), "run top to bottom in a fresh kernel"
+    for i, cell in enumerate(code, start=1):
+        for out in cell.get("outputs", []):
+            assert out["output_type"] != "error", f"cell {i}: {out.get('ename')}"
+            text = json.dumps(
+                {k: v for k, v in out.items() if k != "data"}
+                | {
+                    "data": {
+                        k: v for k, v in out.get("data", {}).items() if not k.startswith("image/")
+                    }
+                }
+            )
+            assert not MACHINE_PATH.search(text), f"cell {i} shows a machine-specific path"

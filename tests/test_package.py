@@ -1,0 +1,121 @@
+"""The package as a whole: a light import, the public API, seeds, devices, the environment files."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+import minibert
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("matplotlib", "gensim", "transformers", "ipywidgets")
+
+
+def _loaded_after(code: str) -> set[str]:
+    probe = f"import sys\n{code}\nprint(' '.join(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return {m.split(".")[0] for m in done.stdout.split()}
+
+
+def test_import_is_light():
+    modules = [m for m in minibert._SUBMODULES if (ROOT / "minibert" / f"{m}.py").exists()]
+    loaded = _loaded_after("import minibert\n" + "\n".join(f"import minibert.{m}" for m in modules))
+    assert not loaded & set(HEAVY), f"importing minibert loaded {sorted(loaded & set(HEAVY))}"
+    assert "torch" not in _loaded_after("import minibert")  # the bare package is instant
+
+
+def test_heavy_modules_load_when_needed():
+    loaded = _loaded_after("import minibert.corpora as c\nc.wikipedia_articles('heldout')")
+    assert "gensim" in loaded and "matplotlib" not in loaded
+
+
+def test_public_api_resolves():
+    for name in minibert._EXPORTS:
+        assert getattr(minibert, name) is not None, name
+    for name in minibert._SUBMODULES:
+        if (ROOT / "minibert" / f"{name}.py").exists():
+            assert getattr(minibert, name).__name__ == f"minibert.{name}"
+    with pytest.raises(AttributeError, match="no attribute 'BertForEverything'"):
+        minibert.BertForEverything  # noqa: B018
+
+
+def test_set_seed_makes_random_draws_repeat():
+    minibert.set_seed(123)
+    first = (torch.rand(3), __import__("numpy").random.rand(2), __import__("random").random())
+    minibert.set_seed(123)
+    second = (torch.rand(3), __import__("numpy").random.rand(2), __import__("random").random())
+    assert torch.equal(first[0], second[0])
+    assert (first[1] == second[1]).all() and first[2] == second[2]
+    with pytest.raises(TypeError, match="int"):
+        minibert.set_seed(1.5)
+
+
+def test_default_device_is_cpu_without_a_gpu():
+    device = minibert.default_device()
+    if torch.cuda.is_available():
+        assert device.type == "cuda"
+    else:
+        assert device.type in ("cpu", "mps")
+        assert torch.zeros(1, device=device).device.type == device.type
+
+
+def _base_name(requirement: str) -> str:
+    return re.split(r"[<>=!~;\[ ]", requirement.strip(), maxsplit=1)[0].lower()
+
+
+def test_environment_yml_names_the_same_packages_as_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {_base_name(r) for r in project["dependencies"]}
+    wanted |= {_base_name(r) for r in project["optional-dependencies"]["course"]}
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    conda = {"pytorch": "torch"}  # conda-forge's name for the same package
+    names, pip_lines = set(), []
+    for dep in env["dependencies"]:
+        if isinstance(dep, dict):
+            pip_lines += dep["pip"]
+        elif _base_name(dep) not in ("python", "pip"):
+            names.add(conda.get(_base_name(dep), _base_name(dep)))
+    assert names == wanted
+    assert env["name"] == "minibert"
+    assert "python=3.11" in env["dependencies"]
+    assert "-e .[course]" in pip_lines
+
+
+def test_dependencies_have_lower_bounds_only():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    every = project["dependencies"] + [
+        r for extra in project["optional-dependencies"].values() for r in extra
+    ]
+    for requirement in every:
+        version_part = requirement.split(";")[0]  # environment markers may compare versions
+        assert "==" not in version_part and "<" not in version_part, requirement
+    assert "torch>=2.2" in project["dependencies"]
+    assert project["requires-python"] == ">=3.10"
+
+
+def test_console_script_fetch_and_assets():
+    done = subprocess.run(
+        [sys.executable, "-m", "minibert.cli", "assets", "verify"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count(": ok") == 3
+    done = subprocess.run(
+        [sys.executable, "-m", "minibert.cli", "fetch", "minilm", "--quiet"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "minibert.cli", "fetch", "imdb"], capture_output=True, text=True
+    )
+    assert done.returncode == 1 and "known assets" in done.stderr
