@@ -1,0 +1,318 @@
+"""BERT's pretraining data: documents -> sentence pairs (NSP) -> masked examples (MLM) -> batches.
+
+Follows Google's ``create_pretraining_data.py``:
+
+1. ``create_examples`` cuts each document (a list of tokenized sentences) into chunks of
+   consecutive sentences that fill a target length (``max_len``, or with probability
+   ``short_seq_prob`` a random shorter one). A chunk's first sentences become segment A. Segment B
+   is the rest of the chunk, the actual continuation (IsNext, label 0), or with probability 0.5
+   sentences from a different, randomly chosen document (NotNext, label 1); a chunk of a single
+   sentence always gets a random B. The longer segment is truncated, from the front or the back at
+   random, until the pair fits. ``nsp=False`` gives RoBERTa-style full-sentence, MLM-only examples.
+2. ``mask_tokens`` chooses 15% of the non-special tokens (at least 1, at most
+   ``max_predictions``); 80% of them become [MASK], 10% a random token, 10% stay. Labels are the
+   original ids at the chosen positions and -100 elsewhere. Whole-word masking chooses whole
+   words (a piece and its "##" continuations).
+3. ``PretrainingDataset`` masks each example when it is drawn (dynamic masking: a new mask every
+   epoch, deterministic under a seed) or once (static); ``collate`` pads a batch into tensors.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+__all__ = [
+    "PretrainingDataset",
+    "PretrainingExample",
+    "collate",
+    "create_examples",
+    "mask_tokens",
+    "truncate_pair",
+]
+
+IS_NEXT, NOT_NEXT = 0, 1  # next_sentence_label, as in BERT and Hugging Face
+
+
+@dataclass(frozen=True)
+class PretrainingExample:
+    """One sequence before masking: segment A and B token ids, the NSP label, and where they came from."""
+
+    tokens_a: tuple[int, ...]
+    tokens_b: tuple[int, ...]  # empty in MLM-only mode
+    next_sentence_label: int  # 0 IsNext, 1 NotNext (-100 in MLM-only mode)
+    doc_a: int  # index of the document segment A came from
+    doc_b: int  # index of the document segment B came from (-1 without B)
+    sentences_a: tuple[int, int]  # [start, end) sentence indices of A in doc_a
+    sentences_b: tuple[int, int]  # [start, end) sentence indices of B in doc_b
+    forced_random: bool = False  # a one-sentence chunk, so B had to come from another document
+
+
+def truncate_pair(
+    tokens_a: list[int], tokens_b: list[int], max_tokens: int, rng: random.Random
+) -> None:
+    """Shorten the longer of two lists in place, one token at a time from its front or back, to fit."""
+    while len(tokens_a) + len(tokens_b) > max_tokens:
+        longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
+        if rng.random() < 0.5:
+            del longer[0]
+        else:
+            longer.pop()
+
+
+def create_examples(
+    documents: Sequence[Sequence[Sequence[int]]],
+    max_len: int = 128,
+    short_seq_prob: float = 0.1,
+    nsp: bool = True,
+    dupe_factor: int = 1,
+    seed: int = 0,
+) -> list[PretrainingExample]:
+    """Cut tokenized documents (document -> sentence -> ids) into pretraining examples of <= max_len."""
+    if max_len < 5:
+        raise ValueError(f"max_len must leave room for [CLS], [SEP] and tokens; got {max_len}")
+    if not 0.0 <= short_seq_prob <= 1.0:
+        raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob}")
+    docs = [[list(s) for s in doc if len(s) > 0] for doc in documents]
+    nonempty = [i for i, d in enumerate(docs) if d]
+    if nsp and len(nonempty) < 2:
+        raise ValueError("next sentence prediction needs at least two non-empty documents")
+    rng = random.Random(seed)
+    examples = []
+    for _ in range(dupe_factor):
+        for doc_index in nonempty:
+            examples += _examples_from_document(
+                docs, doc_index, nonempty, max_len, short_seq_prob, nsp, rng
+            )
+    rng.shuffle(examples)
+    return examples
+
+
+def _examples_from_document(docs, doc_index, nonempty, max_len, short_seq_prob, nsp, rng):
+    document = docs[doc_index]
+    max_tokens = max_len - (3 if nsp else 2)  # [CLS] A [SEP] B [SEP], or [CLS] A [SEP]
+    target = max_tokens
+    if rng.random() < short_seq_prob:
+        target = rng.randint(2, max_tokens)
+    examples, chunk, chunk_start, length, i = [], [], 0, 0, 0
+    while i < len(document):
+        if not chunk:
+            chunk_start = i
+        chunk.append(document[i])
+        length += len(document[i])
+        if i == len(document) - 1 or length >= target:
+            if not nsp:
+                tokens_a = [t for s in chunk for t in s][:max_tokens]
+                examples.append(
+                    PretrainingExample(
+                        tuple(tokens_a), (), -100, doc_index, -1, (chunk_start, i + 1), (0, 0)
+                    )
+                )
+            else:
+                a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+                tokens_a = [t for s in chunk[:a_end] for t in s]
+                forced = len(chunk) == 1
+                if forced or rng.random() < 0.5:
+                    label = NOT_NEXT
+                    target_b = max(1, target - len(tokens_a))
+                    other = doc_index
+                    while other == doc_index:  # never the same document
+                        other = rng.choice(nonempty)
+                    random_doc = docs[other]
+                    b_start = rng.randint(0, len(random_doc) - 1)
+                    tokens_b, b_end = [], b_start
+                    while b_end < len(random_doc) and len(tokens_b) < target_b:
+                        tokens_b += random_doc[b_end]
+                        b_end += 1
+                    doc_b, sentences_b = other, (b_start, b_end)
+                    i -= len(chunk) - a_end  # the unused sentences start the next chunk
+                else:
+                    label = IS_NEXT
+                    tokens_b = [t for s in chunk[a_end:] for t in s]
+                    doc_b, sentences_b = doc_index, (chunk_start + a_end, chunk_start + len(chunk))
+                truncate_pair(tokens_a, tokens_b, max_tokens, rng)
+                examples.append(
+                    PretrainingExample(
+                        tuple(tokens_a),
+                        tuple(tokens_b),
+                        label,
+                        doc_index,
+                        doc_b,
+                        (chunk_start, chunk_start + a_end),
+                        sentences_b,
+                        forced,
+                    )
+                )
+            chunk, length = [], 0
+        i += 1
+    return examples
+
+
+def mask_tokens(
+    input_ids: Sequence[int],
+    special_tokens_mask: Sequence[int],
+    mask_token_id: int,
+    random_token_ids: Sequence[int],
+    rng: np.random.Generator,
+    mlm_probability: float = 0.15,
+    max_predictions: int | None = None,
+    word_starts: Sequence[bool] | None = None,
+) -> tuple[list[int], list[int]]:
+    """BERT's masking of one sequence: (masked input_ids, mlm_labels with -100 where not chosen).
+
+    Chooses round(15%) of the non-special positions (at least 1, at most max_predictions);
+    80% of those become [MASK], 10% a token drawn from random_token_ids, 10% keep their token.
+    With word_starts (True where a word begins, as "##" pieces do not), whole words are chosen,
+    every piece of a chosen word together, stopping before a word would exceed the budget.
+    """
+    if len(input_ids) != len(special_tokens_mask):
+        raise ValueError(
+            f"input_ids has {len(input_ids)} tokens but special_tokens_mask has {len(special_tokens_mask)}"
+        )
+    if not 0.0 < mlm_probability < 1.0:
+        raise ValueError(f"mlm_probability must be in (0, 1), got {mlm_probability}")
+    candidates = [i for i, special in enumerate(special_tokens_mask) if not special]
+    masked, labels = list(input_ids), [-100] * len(input_ids)
+    if not candidates:
+        return masked, labels
+    budget = max(1, round(len(candidates) * mlm_probability))
+    if max_predictions is not None:
+        budget = min(budget, max_predictions)
+    # groups of positions chosen together: single tokens, or whole words
+    groups: list[list[int]] = []
+    for i in candidates:
+        if word_starts is not None and groups and not word_starts[i] and groups[-1][-1] == i - 1:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    chosen: list[int] = []
+    for g in rng.permutation(len(groups)):
+        group = groups[g]
+        if len(chosen) >= budget:
+            break
+        if len(chosen) + len(group) > budget:
+            continue  # as Google's code: skip a word that would overshoot
+        chosen += group
+    for i in sorted(chosen):
+        labels[i] = int(input_ids[i])
+        roll = rng.random()
+        if roll < 0.8:
+            masked[i] = mask_token_id
+        elif roll < 0.9:
+            masked[i] = int(random_token_ids[rng.integers(len(random_token_ids))])
+        # else: keep the original token
+    return masked, labels
+
+
+class PretrainingDataset(torch.utils.data.Dataset):
+    """Examples turned into model inputs, masked when drawn (dynamic) or once (static)."""
+
+    def __init__(
+        self,
+        examples: Sequence[PretrainingExample],
+        cls_token_id: int,
+        sep_token_id: int,
+        mask_token_id: int,
+        random_token_ids: Sequence[int],
+        mlm_probability: float = 0.15,
+        max_predictions: int | None = None,
+        continuation_ids: set[int] | None = None,
+        dynamic: bool = True,
+        seed: int = 0,
+    ):
+        self.examples = list(examples)
+        self.cls, self.sep, self.mask = cls_token_id, sep_token_id, mask_token_id
+        self.random_token_ids = np.asarray(random_token_ids)
+        self.mlm_probability = mlm_probability
+        self.max_predictions = max_predictions
+        self.continuation_ids = continuation_ids  # ids of "##" pieces: enables whole-word masking
+        self.dynamic, self.seed, self.epoch = dynamic, seed, 0
+
+    @classmethod
+    def from_tokenizer(
+        cls, examples, tokenizer, whole_word: bool = False, **kwargs
+    ) -> PretrainingDataset:
+        """Build the dataset with a minibert BertTokenizer's special ids and vocabulary."""
+        vocab = tokenizer.vocab if isinstance(tokenizer.vocab, list) else list(tokenizer.vocab)
+        special = {
+            tokenizer.pad_token_id,
+            tokenizer.unk_token_id,
+            tokenizer.cls_token_id,
+            tokenizer.sep_token_id,
+            tokenizer.mask_token_id,
+        }
+        special |= {i for i, t in enumerate(vocab) if t.startswith("[") and t.endswith("]")}
+        random_ids = [i for i in range(len(vocab)) if i not in special]
+        continuation = (
+            {i for i, t in enumerate(vocab) if t.startswith("##")} if whole_word else None
+        )
+        return cls(
+            examples,
+            tokenizer.cls_token_id,
+            tokenizer.sep_token_id,
+            tokenizer.mask_token_id,
+            random_ids,
+            continuation_ids=continuation,
+            **kwargs,
+        )
+
+    def set_epoch(self, epoch: int) -> None:
+        """Dynamic masking draws a new mask for every example in every epoch."""
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def __getitem__(self, index: int) -> dict[str, list[int] | int]:
+        ex = self.examples[index]
+        ids = [self.cls, *ex.tokens_a, self.sep]
+        token_type_ids = [0] * len(ids)
+        if ex.tokens_b:
+            ids += [*ex.tokens_b, self.sep]
+            token_type_ids += [1] * (len(ex.tokens_b) + 1)
+        special = [int(i in (0, len(ex.tokens_a) + 1, len(ids) - 1)) for i in range(len(ids))]
+        word_starts = None
+        if self.continuation_ids is not None:
+            word_starts = [t not in self.continuation_ids for t in ids]
+        rng = np.random.default_rng([self.seed, self.epoch if self.dynamic else 0, index])
+        input_ids, labels = mask_tokens(
+            ids,
+            special,
+            self.mask,
+            self.random_token_ids,
+            rng,
+            self.mlm_probability,
+            self.max_predictions,
+            word_starts,
+        )
+        return {
+            "input_ids": input_ids,
+            "token_type_ids": token_type_ids,
+            "mlm_labels": labels,
+            "next_sentence_label": ex.next_sentence_label,
+        }
+
+
+def collate(batch: Sequence[dict], pad_token_id: int = 0) -> dict[str, torch.Tensor]:
+    """Pad a list of dataset items to the longest: input_ids, token_type_ids, attention_mask, mlm_labels (batch, seq), next_sentence_label (batch,)."""
+    if not batch:
+        raise ValueError("cannot collate an empty batch")
+    seq = max(len(item["input_ids"]) for item in batch)
+    out = {
+        "input_ids": torch.full((len(batch), seq), pad_token_id, dtype=torch.long),
+        "token_type_ids": torch.zeros((len(batch), seq), dtype=torch.long),
+        "attention_mask": torch.zeros((len(batch), seq), dtype=torch.long),
+        "mlm_labels": torch.full((len(batch), seq), -100, dtype=torch.long),
+    }
+    for row, item in enumerate(batch):
+        n = len(item["input_ids"])
+        out["input_ids"][row, :n] = torch.tensor(item["input_ids"])
+        out["token_type_ids"][row, :n] = torch.tensor(item["token_type_ids"])
+        out["attention_mask"][row, :n] = 1
+        out["mlm_labels"][row, :n] = torch.tensor(item["mlm_labels"])
+    out["next_sentence_label"] = torch.tensor([item["next_sentence_label"] for item in batch])
+    return out
