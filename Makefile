@@ -11,6 +11,8 @@ VENV ?= .venv
 TORCH ?= torch==2.13.0
 TORCH_INDEX ?=
 PY := $(VENV)/bin/python
+# JupyterLab refuses to start as root (as in many containers) unless told it may
+LAB_ARGS ?= $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 .PHONY: lab test unit nbval notebooks assets lint format clean
@@ -32,7 +34,7 @@ assets: $(VENV)/.course
 	$(PY) -m minibert.assets fetch all
 
 lab: assets
-	$(PY) -m jupyter lab --notebook-dir=notebooks
+	$(PY) -m jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
 
 test: $(VENV)/.dev assets
 	$(PY) -m pytest tests notebooks $(NBVAL)
