@@ -1,0 +1,296 @@
+"""minibert.training: the loop, its schedule, checkpoints, exact resume, interrupts, NaN guard."""
+
+import pytest
+import torch
+
+from minibert import pretraining as P
+from minibert import set_seed
+from minibert.config import BertConfig
+from minibert.model import BertForPreTraining, BertForSequenceClassification
+from minibert.training import (
+    STATE_FILE,
+    TrainingError,
+    evaluate,
+    linear_schedule,
+    make_optimizer,
+    train,
+)
+
+VOCAB = 60  # ids 0-4 special ([PAD] [UNK] [CLS] [SEP] [MASK]), 5.. ordinary
+
+
+def tiny_model(seed: int = 0) -> BertForPreTraining:
+    set_seed(seed)
+    config = BertConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_layers=2,
+        num_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
+    return BertForPreTraining(config)
+
+
+def synthetic_documents(n_docs: int = 40, seed: int = 0) -> list[list[list[int]]]:
+    g = torch.Generator().manual_seed(seed)
+    docs = []
+    for d in range(n_docs):
+        base = 5 + (d * 7) % (
+            VOCAB - 13
+        )  # ids stay below VOCAB  # each document has its own small vocabulary
+        docs.append(
+            [
+                (
+                    base
+                    + torch.randint(
+                        0, 8, (int(torch.randint(3, 9, (1,), generator=g)),), generator=g
+                    )
+                ).tolist()
+                for _ in range(20)
+            ]
+        )
+    return docs
+
+
+@pytest.fixture(scope="module")
+def data():
+    examples = P.create_examples(synthetic_documents(), max_len=32, seed=0)
+    split = len(examples) * 4 // 5
+    make = lambda ex: P.PretrainingDataset(ex, 2, 3, 4, list(range(5, VOCAB)), seed=0)  # noqa: E731
+    return make(examples[:split]), make(examples[split:])
+
+
+def run(data, out_dir=None, steps=12, **kwargs):
+    train_data, eval_data = data
+    model = tiny_model()
+    history = train(
+        model,
+        train_data,
+        eval_data,
+        steps=steps,
+        batch_size=4,
+        lr=3e-3,
+        eval_every=4,
+        collate_fn=P.collate,
+        out_dir=out_dir,
+        progress=False,
+        **kwargs,
+    )
+    return model, history
+
+
+def test_loop_fits_one_fixed_batch(data):
+    # one batch of 8 examples with static masks, seen every step: the loss must collapse
+    examples = data[0].examples[:8]
+    fixed = P.PretrainingDataset(examples, 2, 3, 4, list(range(5, VOCAB)), dynamic=False, seed=0)
+    history = train(
+        tiny_model(),
+        fixed,
+        steps=30,
+        batch_size=8,
+        lr=1e-2,
+        warmup_steps=3,
+        collate_fn=P.collate,
+        progress=False,
+    )
+    assert len(history) == 30 and history[-1]["step"] == 30
+    assert history[-1]["train_loss"] < 0.5 * history[0]["train_loss"]
+
+
+def test_history_has_the_metrics(data):
+    _, history = run(data, steps=12)
+    assert [h["step"] for h in history] == list(range(1, 13))
+    assert {"train_loss", "lr", "grad_norm", "examples"} <= set(history[0])
+    evals = [h for h in history if "eval_loss" in h]
+    assert [h["step"] for h in evals] == [4, 8, 12]
+    assert {"eval_mlm_accuracy", "eval_nsp_accuracy"} <= set(evals[-1])
+    assert 0.0 <= evals[-1]["eval_mlm_accuracy"] <= 1.0
+
+
+def test_schedule_warms_up_then_decays_to_zero():
+    multipliers = [linear_schedule(s, 10, 100) for s in range(100)]
+    assert multipliers[0] == pytest.approx(0.1) and multipliers[9] == pytest.approx(1.0)
+    assert multipliers[10] == pytest.approx(1.0) and multipliers[99] == pytest.approx(1 / 90)
+    assert all(a >= b for a, b in zip(multipliers[9:], multipliers[10:]))
+
+
+def test_no_weight_decay_on_biases_and_layer_norm():
+    model = tiny_model()
+    optimizer = make_optimizer(model, lr=1e-3, weight_decay=0.01)
+    decay, no_decay = optimizer.param_groups
+    assert decay["weight_decay"] == 0.01 and no_decay["weight_decay"] == 0.0
+    names = {id(p): n for n, p in model.named_parameters()}
+    assert all(p.ndim == 2 for p in decay["params"])
+    no_decay_names = [names[id(p)] for p in no_decay["params"]]
+    assert any("bias" in n for n in no_decay_names)
+    assert any("norm" in n.lower() for n in no_decay_names)
+    assert not any("norm" in names[id(p)].lower() for p in decay["params"])
+    every = {id(p) for g in optimizer.param_groups for p in g["params"]}
+    assert every == {id(p) for p in model.parameters()}  # nothing left out, nothing twice
+
+
+def test_gradient_accumulation_matches_a_bigger_batch():
+    # a per-example mean loss (classification): 2 micro-batches of 4 = one batch of 8
+    g = torch.Generator().manual_seed(0)
+    items = [
+        {"input_ids": torch.randint(5, VOCAB, (12,), generator=g), "labels": torch.tensor(i % 2)}
+        for i in range(16)
+    ]
+    stack = lambda batch: {k: torch.stack([b[k] for b in batch]) for k in batch[0]}  # noqa: E731
+    results = []
+    for batch_size, accum in ((8, 1), (4, 2)):
+        set_seed(0)
+        config = BertConfig(
+            vocab_size=VOCAB,
+            hidden_size=32,
+            num_layers=1,
+            num_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=16,
+            hidden_dropout=0.0,
+            attention_dropout=0.0,
+        )
+        model = BertForSequenceClassification(config)
+        train(
+            model,
+            items,
+            steps=2,
+            batch_size=batch_size,
+            grad_accum_steps=accum,
+            lr=1e-2,
+            collate_fn=stack,
+            progress=False,
+            warmup_steps=1,
+        )
+        results.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
+    # the examples of each step are the same in both runs: the epoch's shuffle depends on the seed
+    torch.testing.assert_close(results[0], results[1], atol=1e-5, rtol=1e-4)
+
+
+def test_resume_continues_exactly(data, tmp_path):
+    _, uninterrupted = run(data, out_dir=tmp_path / "full", steps=12)
+    # the same 12 steps with a checkpoint every 5, interrupted (Ctrl-C) while evaluating step 8
+    train_data, eval_data = data
+    model = tiny_model()
+
+    def stop_at_step_eight(history):
+        if history[-1]["step"] >= 8:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(
+            model,
+            train_data,
+            eval_data,
+            steps=12,
+            batch_size=4,
+            lr=3e-3,
+            eval_every=4,
+            collate_fn=P.collate,
+            out_dir=tmp_path / "part",
+            checkpoint_every=5,
+            progress=False,
+            on_eval=stop_at_step_eight,
+        )
+    state = torch.load(tmp_path / "part" / STATE_FILE, weights_only=True)
+    assert state["step"] == 8  # the interrupt saved the last finished step
+    assert len(state["history"]) == 8
+    set_seed(123)  # a different global state: resume must restore its own
+    model = tiny_model(seed=99)  # different weights: resume must load them
+    resumed = train(
+        model,
+        train_data,
+        eval_data,
+        steps=12,
+        batch_size=4,
+        lr=3e-3,
+        eval_every=4,
+        collate_fn=P.collate,
+        out_dir=tmp_path / "part",
+        resume=True,
+        progress=False,
+    )
+    assert [h["step"] for h in resumed] == list(range(1, 13))
+    for a, b in zip(uninterrupted, resumed):
+        assert a["train_loss"] == pytest.approx(b["train_loss"], abs=1e-6), a["step"]
+        if "eval_loss" in a and a["step"] != 8:  # step 8's evaluation was interrupted
+            assert a["eval_loss"] == pytest.approx(b["eval_loss"], abs=1e-6)
+
+
+def test_resume_with_other_settings_is_refused(data, tmp_path):
+    run(data, out_dir=tmp_path, steps=4)
+    with pytest.raises(TrainingError, match="steps=4"):
+        run(data, out_dir=tmp_path, steps=8, resume=True)
+
+
+def test_nan_loss_stops_with_the_step(data):
+    train_data, _ = data
+    model = tiny_model()
+    with torch.no_grad():
+        model.bert.embeddings.word_embeddings.weight[5:] = float("nan")
+    with pytest.raises(TrainingError, match="at step 1"):
+        train(model, train_data, steps=3, batch_size=4, collate_fn=P.collate, progress=False)
+
+
+def test_checkpoint_writes_are_atomic(data, tmp_path):
+    run(data, out_dir=tmp_path, steps=6, checkpoint_every=3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [STATE_FILE]
+
+
+def test_bad_arguments(data):
+    train_data, _ = data
+    with pytest.raises(ValueError, match="steps"):
+        train(tiny_model(), train_data, steps=0)
+    with pytest.raises(ValueError, match="out_dir"):
+        train(tiny_model(), train_data, steps=2, batch_size=4, resume=True)
+    with pytest.raises(ValueError, match="fewer than one batch"):
+        train(tiny_model(), train_data, steps=2, batch_size=10_000)
+
+
+def test_mlm_loss_ignores_extra_padding(data):
+    # d2l issue 2582: averaging before weighting made the loss mask ineffective
+    train_data, _ = data
+    model = tiny_model().eval()
+    items = [train_data[i] for i in range(6)]
+    batch = P.collate(items)
+    longer = P.collate(
+        items
+        + [
+            {
+                "input_ids": [2] + [5] * 60 + [3],
+                "token_type_ids": [0] * 62,
+                "mlm_labels": [-100] * 62,
+                "next_sentence_label": -100,
+            }
+        ]
+    )
+    longer = {k: v[:6] for k, v in longer.items()}  # the same 6 rows, padded to 62 tokens
+    assert longer["input_ids"].shape[1] > batch["input_ids"].shape[1]
+    with torch.no_grad():
+        a = model(**batch).mlm_loss
+        b = model(**longer).mlm_loss
+    torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_both_nsp_labels_contribute_to_the_loss(data):
+    # codertimo/BERT-pytorch: one NLLLoss(ignore_index=0) for MLM and NSP dropped label 0
+    model = tiny_model().eval()
+    batch = P.collate([data[0][i] for i in range(8)])
+    with torch.no_grad():
+        logits = model(**batch).nsp_logits
+    for label in (0, 1):
+        labels = torch.full((8,), label)
+        with torch.no_grad():
+            loss = model(**{**batch, "next_sentence_label": labels}).nsp_loss
+        expected = torch.nn.functional.cross_entropy(logits, labels)
+        torch.testing.assert_close(loss, expected)
+        assert loss > 0
+
+
+def test_evaluate_counts_only_labelled_positions(data):
+    _, eval_data = data
+    model = tiny_model()
+    metrics = evaluate(model, eval_data, batch_size=4, collate_fn=P.collate)
+    assert set(metrics) == {"loss", "mlm_accuracy", "nsp_accuracy"}
+    assert model.training  # evaluate restores the mode it found
