@@ -294,3 +294,17 @@ def test_evaluate_counts_only_labelled_positions(data):
     metrics = evaluate(model, eval_data, batch_size=4, collate_fn=P.collate)
     assert set(metrics) == {"loss", "mlm_accuracy", "nsp_accuracy"}
     assert model.training  # evaluate restores the mode it found
+
+
+def test_training_curves_plot(data):
+    from minibert.viz import training_curves
+
+    _, history = run(data, steps=8)
+    fig = training_curves(history, title="tiny")
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ["loss", "held-out accuracy", "learning rate"]
+    loss_lines = {line.get_label() for line in fig.axes[0].get_lines()}
+    assert loss_lines == {"train_loss", "held-out loss"}
+    assert len(fig.axes[0].get_lines()[0].get_xdata()) == 8
+    with pytest.raises(ValueError, match="empty"):
+        training_curves([])
