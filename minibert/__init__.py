@@ -31,6 +31,8 @@ _EXPORTS: dict[str, str] = {
     "BertForMaskedLM": "model",
     "BertForSequenceClassification": "model",
     "BertForTokenClassification": "model",
+    # lesson 4: masked language modelling
+    "fill_mask": "pretraining",
 }
 
 _SUBMODULES = (

@@ -31,7 +31,9 @@ __all__ = [
     "PretrainingExample",
     "collate",
     "create_examples",
+    "fill_mask",
     "mask_tokens",
+    "tokenize_documents",
     "truncate_pair",
 ]
 
@@ -316,3 +318,40 @@ def collate(batch: Sequence[dict], pad_token_id: int = 0) -> dict[str, torch.Ten
         out["mlm_labels"][row, :n] = torch.tensor(item["mlm_labels"])
     out["next_sentence_label"] = torch.tensor([item["next_sentence_label"] for item in batch])
     return out
+
+
+def tokenize_documents(articles: Sequence, tokenizer) -> list[list[list[int]]]:
+    """Articles (anything with .sentences) -> documents of sentences of token ids, empties dropped."""
+    documents = []
+    for article in articles:
+        sentences = [
+            tokenizer.convert_tokens_to_ids(tokenizer.tokenize(s)) for s in article.sentences
+        ]
+        documents.append([s for s in sentences if s])
+    return documents
+
+
+@torch.no_grad()
+def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[tuple[str, float]]]:
+    """For each [MASK] in text, the top_k (token, probability) pairs of a masked-LM model."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if top_k < 1:
+        raise ValueError(f"top_k must be at least 1, got {top_k}")
+    enc = tokenizer(text)
+    ids = torch.tensor([enc.input_ids])
+    positions = [i for i, t in enumerate(enc.input_ids) if t == tokenizer.mask_token_id]
+    if not positions:
+        raise ValueError(f"the text has no [MASK] token to fill: {text!r}")
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    out = model(input_ids=ids.to(device), attention_mask=torch.ones_like(ids).to(device))
+    model.train(was_training)
+    logits = out.mlm_logits if getattr(out, "mlm_logits", None) is not None else out.logits
+    probs = logits[0, positions].float().softmax(-1)  # (masks, vocab)
+    top = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
+    return [
+        [(tokenizer.convert_ids_to_tokens(int(i)), float(p)) for p, i in zip(ps, ids_)]
+        for ps, ids_ in zip(top.values, top.indices)
+    ]

@@ -1,0 +1,81 @@
+"""The `minibert` command: pretrain end to end on the real corpus (briefly), resume, fill-mask, help."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from minibert import cli
+
+
+def minibert(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "minibert.cli", *args], capture_output=True, text=True
+    )
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pretrain")
+    args = [
+        "pretrain",
+        "--preset",
+        "tiny",
+        "--steps",
+        "6",
+        "--vocab-size",
+        "600",
+        "--out",
+        str(out),
+        "--batch-size",
+        "4",
+        "--dupe-factor",
+        "1",
+        "--eval-every",
+        "3",
+        "--eval-batches",
+        "2",
+        "--checkpoint-every",
+        "3",
+    ]
+    done = minibert(*args)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out, args, done.stdout
+
+
+def test_pretrain_writes_a_loadable_model_and_reports_metrics(pretrained):
+    out, _, stdout = pretrained
+    names = {p.name for p in out.iterdir()}
+    assert {"config.json", "model.safetensors", "vocab.txt", "history.json"} <= names
+    assert "97 training and 9 held-out articles" in stdout
+    assert "held-out: loss" in stdout and "mlm_accuracy" in stdout and "nsp_accuracy" in stdout
+    history = json.loads((out / "history.json").read_text())
+    assert [h["step"] for h in history] == [1, 2, 3, 4, 5, 6]
+    assert len((out / "vocab.txt").read_text(encoding="utf-8").splitlines()) <= 600
+
+
+def test_resume_after_the_end_changes_nothing(pretrained):
+    out, args, _ = pretrained
+    before = json.loads((out / "history.json").read_text())
+    done = minibert(*args, "--resume")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads((out / "history.json").read_text()) == before
+
+
+def test_fill_mask_prints_top_k(pretrained):
+    out, _, _ = pretrained
+    done = minibert("fill-mask", str(out), "the [MASK] of france is paris .", "--top-k", "3")
+    assert done.returncode == 0, done.stderr
+    line = done.stdout.strip().splitlines()[0]
+    assert line.startswith("[MASK] 1:") and len(line.split("  ")) == 3
+    done = minibert("fill-mask", str(out), "no mask here")
+    assert done.returncode == 1 and "no [MASK]" in done.stderr
+
+
+def test_every_pretrain_option_is_explained():
+    parser = cli.build_parser()
+    pretrain = parser._subparsers._group_actions[0].choices["pretrain"]
+    for action in pretrain._actions:
+        if action.option_strings and action.dest != "help":
+            assert action.help and len(action.help) > 10, action.dest
