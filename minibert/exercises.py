@@ -33,10 +33,757 @@ def call_safely(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any,
 # --- Lesson 1: tokens and segments -------------------------------------------------------------
 
 
+def _shortest_match(word: str, vocab: set[str]) -> list[str]:
+    """The classic mistake: greedy shortest-match-first (for the hint only)."""
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(start + 1, len(word) + 1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return ["[UNK]"]
+    return pieces
+
+
+def check_wordpiece(fn: Callable[..., Any], cases: int = 200) -> bool:
+    """Check ``fn(word, vocab) -> list of pieces`` against greedy longest-match-first WordPiece.
+
+    ``vocab`` is a set of strings: word-initial pieces, "##" continuation pieces and "[UNK]".
+    """
+    import random
+
+    from minibert.tokenization import wordpiece_tokenize
+
+    name = "greedy WordPiece"
+    rng = random.Random(0)
+    for case in range(cases):
+        letters = "abcde"
+        vocab = {"[UNK]"}
+        for _ in range(rng.randint(3, 25)):
+            piece = "".join(rng.choices(letters, k=rng.randint(1, 4)))
+            vocab.add(piece if rng.random() < 0.4 else "##" + piece)
+        if case == cases - 1:  # a long word the vocabulary covers: only its length makes it [UNK]
+            vocab |= {"a", "##a"}
+            word = "a" * 101
+        else:
+            word = "".join(rng.choices(letters, k=rng.randint(1, 12)))
+        got, hint = call_safely(fn, word, set(vocab))
+        if hint is not None:
+            return report(name, hint, case)
+        expected = wordpiece_tokenize(word, vocab)
+        if got == expected:
+            continue
+        where = f"(word {word!r}, vocab {sorted(vocab)}: expected {expected}, got {got})"
+        if not isinstance(got, list) or not all(isinstance(p, str) for p in got):
+            problem = "return a list of strings, the pieces of the word."
+        elif expected == ["[UNK]"] and len(word) > 100:
+            problem = "a word longer than 100 characters becomes ['[UNK]'], as in BERT."
+        elif expected == ["[UNK]"]:
+            problem = (
+                "when some part of the word matches no piece, the WHOLE word becomes ['[UNK]'], "
+                "not just the part that is missing."
+            )
+        elif got == _shortest_match(word, vocab):
+            problem = (
+                "take the LONGEST piece the vocabulary has: start from the whole rest of the word "
+                "and shrink it from the right until it is in the vocabulary."
+            )
+        elif [p.removeprefix("##") for p in got] == [p.removeprefix("##") for p in expected]:
+            problem = (
+                "every piece after the first is looked up with the '##' prefix, and kept with it."
+            )
+        else:
+            problem = "the pieces differ from greedy longest-match-first."
+        return report(name, f"{problem} {where}", case)
+    return report(name, None, cases)
+
+
+def check_tokens_and_segments(fn: Callable[..., Any], cases: int = 40) -> bool:
+    """Check ``fn(tokens_a, tokens_b=None) -> (tokens, segments)``, d2l's get_tokens_and_segments."""
+    import random
+
+    from minibert.tokenization import get_tokens_and_segments
+
+    name = "tokens and segments"
+    rng = random.Random(1)
+    words = ["the", "cat", "sat", "on", "mat", "##s", "it", "was", "happy", "."]
+    for case in range(cases):
+        tokens_a = rng.choices(words, k=rng.randint(1, 6))
+        tokens_b = rng.choices(words, k=rng.randint(1, 6)) if case % 2 else None
+        args = (list(tokens_a),) if tokens_b is None else (list(tokens_a), list(tokens_b))
+        got, hint = call_safely(fn, *args)
+        if hint is not None:
+            if tokens_b is None:
+                hint += " (called with tokens_a only: give tokens_b the default None)"
+            return report(name, hint, case)
+        expected = get_tokens_and_segments(tokens_a, tokens_b)
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            return report(name, "return a pair (tokens, segments).", case)
+        tokens, segments = (list(x) for x in got)
+        where = f"(tokens_a {tokens_a}, tokens_b {tokens_b})"
+        if tokens != expected[0]:
+            problem = (
+                f"tokens should be {expected[0]}, got {tokens}: [CLS] first, [SEP] after each "
+                "sentence."
+            )
+            return report(name, f"{problem} {where}", case)
+        if segments != expected[1]:
+            problem = f"segments should be {expected[1]}, got {segments}:"
+            if (
+                tokens_b is not None
+                and segments[: len(tokens_a) + 2] == expected[1][: len(tokens_a) + 2]
+            ):
+                problem += " sentence B and its closing [SEP] are segment 1."
+            else:
+                problem += " [CLS], sentence A and its [SEP] are segment 0."
+            return report(name, f"{problem} {where}", case)
+    return report(name, None, cases)
+
+
+def check_pad_batch(fn: Callable[..., Any], cases: int = 30) -> bool:
+    """Check ``fn(sequences, pad_id) -> (input_ids, attention_mask)``: pad on the right.
+
+    ``sequences`` is a list of lists of token ids of different lengths; both results are
+    (batch, longest) torch.long tensors; attention_mask is 1 for real tokens, 0 for padding.
+    """
+    import random
+
+    import torch
+
+    name = "padded batch and attention mask"
+    rng = random.Random(2)
+    for case in range(cases):
+        pad_id = rng.choice([0, 0, 3])
+        batch = [
+            [rng.randint(5, 99) for _ in range(rng.randint(1, 9))] for _ in range(rng.randint(2, 5))
+        ]
+        longest = max(map(len, batch))
+        expected_ids = torch.tensor([s + [pad_id] * (longest - len(s)) for s in batch])
+        expected_mask = torch.tensor([[1] * len(s) + [0] * (longest - len(s)) for s in batch])
+        got, hint = call_safely(fn, [list(s) for s in batch], pad_id)
+        if hint is not None:
+            return report(name, hint, case)
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            return report(name, "return a pair (input_ids, attention_mask).", case)
+        ids, mask = got
+        where = f"(sequences {batch}, pad_id {pad_id})"
+        for what, value in (("input_ids", ids), ("attention_mask", mask)):
+            if not isinstance(value, torch.Tensor):
+                return report(
+                    name, f"{what} should be a torch.Tensor, got {type(value).__name__}.", case
+                )
+            if value.dtype != torch.long:
+                return report(
+                    name,
+                    f"{what} should be torch.long (ids are integers), got {value.dtype}.",
+                    case,
+                )
+            if tuple(value.shape) != tuple(expected_ids.shape):
+                return report(
+                    name,
+                    f"{what}: expected shape {tuple(expected_ids.shape)} (batch, longest), got "
+                    f"{tuple(value.shape)}. {where}",
+                    case,
+                )
+        if not torch.equal(ids, expected_ids):
+            left = torch.tensor([[pad_id] * (longest - len(s)) + s for s in batch])
+            problem = "input_ids differ."
+            if torch.equal(ids, left):
+                problem = "pad on the right, after the tokens, as BERT does."
+            return report(name, f"{problem} {where}", case)
+        if not torch.equal(mask, expected_mask):
+            problem = "attention_mask differs: 1 for each real token, 0 for each [PAD]."
+            if torch.equal(mask, 1 - expected_mask):
+                problem = "the mask is reversed: 1 marks the real tokens (attend), 0 the padding."
+            return report(name, f"{problem} {where}", case)
+    return report(name, None, cases)
+
+
 # --- Lesson 2: attention math ------------------------------------------------------------------
+
+
+def _attention_problem(got: Any, expected: Any, what: str, atol: float = 1e-5) -> str | None:
+    """None if ``got`` is a tensor equal to ``expected`` within atol, else a hint saying how not."""
+    import torch
+
+    if not isinstance(got, torch.Tensor):
+        return f"{what} should be a torch.Tensor, got {type(got).__name__}."
+    if tuple(got.shape) != tuple(expected.shape):
+        return f"{what}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}."
+    if torch.isnan(got).any():
+        return f"{what}: NaN where the reference has numbers."
+    if not torch.allclose(got.to(expected.dtype), expected, rtol=0.0, atol=atol):
+        worst = (got.to(expected.dtype) - expected).abs().max().item()
+        return f"{what}: off from the reference by up to {worst:.3g}."
+    return None
+
+
+def check_attention(fn: Callable[..., Any], cases: int = 20) -> bool:
+    """Check ``fn(q, k, v, mask=None) -> (output, weights)`` against scaled dot-product attention.
+
+    ``mask`` is boolean, True where a key may be attended; it broadcasts to (..., q_len, k_len).
+    """
+    import torch
+
+    from minibert.attention import scaled_dot_product_attention
+
+    name = "scaled dot-product attention"
+    g = torch.Generator().manual_seed(0)
+    for case in range(cases):
+        batch, heads = (int(n) for n in torch.randint(1, 4, (2,), generator=g))
+        q_len, k_len, d_k, d_v = (int(n) for n in torch.randint(1, 9, (4,), generator=g))
+        q = torch.randn(batch, heads, q_len, d_k, generator=g)
+        k = torch.randn(batch, heads, k_len, d_k, generator=g)
+        v = torch.randn(batch, heads, k_len, d_v, generator=g)
+        mask = None
+        if case >= cases // 2:  # the second half masks keys
+            mask = torch.rand(batch, 1, 1, k_len, generator=g) > 0.3
+            mask[..., 0] = True  # at least one key to attend to ...
+            if case == cases - 1:
+                mask[0] = False  # ... except in the last case: all of example 0 is padding
+        result, hint = (
+            call_safely(fn, q, k, v, mask) if mask is not None else call_safely(fn, q, k, v)
+        )
+        if hint is not None:
+            return report(name, hint, case)
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            return report(name, "return a pair (output, weights).", case)
+        output, weights = result
+        expected_out, expected_w = scaled_dot_product_attention(q, k, v, mask)
+        problem = _attention_problem(weights, expected_w, "weights")
+        if problem is not None:
+            if isinstance(weights, torch.Tensor) and weights.shape == expected_w.shape:
+                unscaled = (q @ k.transpose(-2, -1)).softmax(-1)
+                if torch.isnan(weights).any():
+                    problem += (
+                        " A row whose keys are all masked must not give NaN: fill masked scores "
+                        "with torch.finfo(scores.dtype).min, not -inf."
+                    )
+                elif mask is None and torch.allclose(weights, unscaled, atol=1e-5):
+                    problem += " Divide the scores by sqrt(d_k) before the softmax."
+                elif not torch.allclose(weights.sum(-1), torch.ones(()), atol=1e-4):
+                    problem += " Each row (one query) should sum to 1: softmax over the last dim."
+                elif mask is not None:
+                    problem += (
+                        " Keys where the mask is False should get weight 0: fill their scores "
+                        "with a very negative number before the softmax."
+                    )
+            return report(
+                name, f"{problem} (case {case}: q {tuple(q.shape)}, k {tuple(k.shape)})", case
+            )
+        problem = _attention_problem(output, expected_out, "output")
+        if problem is not None:
+            return report(name, f"{problem} The output is weights @ v.", case)
+    return report(name, None, cases)
+
+
+def check_padding_mask(fn: Callable[..., Any], cases: int = 20) -> bool:
+    """Check ``fn(attention_mask) -> additive mask``: (batch, seq) 1/0 -> (batch, 1, 1, seq) float32.
+
+    The additive mask holds 0.0 for real tokens and torch.finfo(torch.float32).min for padding.
+    """
+    import torch
+
+    from minibert.attention import padding_mask
+
+    name = "padding mask"
+    g = torch.Generator().manual_seed(1)
+    for case in range(cases):
+        batch = int(torch.randint(1, 5, (1,), generator=g))
+        seq = int(torch.randint(1, 10, (1,), generator=g))
+        lengths = torch.randint(0, seq + 1, (batch,), generator=g)
+        attention_mask = (torch.arange(seq)[None, :] < lengths[:, None]).long()  # (batch, seq)
+        got, hint = call_safely(fn, attention_mask.clone())
+        if hint is not None:
+            return report(name, hint, case)
+        expected = padding_mask(attention_mask, dtype=torch.float32)
+        if isinstance(got, torch.Tensor) and got.dtype != torch.float32:
+            return report(name, f"the mask should be float32 (additive), got {got.dtype}.", case)
+        if isinstance(got, torch.Tensor) and torch.isinf(got).any():
+            return report(
+                name,
+                "use torch.finfo(torch.float32).min, not -inf: with -inf a sequence that is all "
+                "padding would give NaN after the softmax.",
+                case,
+            )
+        problem = _attention_problem(got, expected, "the mask", atol=0.0)
+        if problem is not None:
+            if isinstance(got, torch.Tensor) and got.numel() == expected.numel():
+                problem += (
+                    " Real tokens (1) get 0.0 and padding (0) gets the most negative float; the "
+                    "shape (batch, 1, 1, seq) broadcasts over heads and queries."
+                )
+            return report(
+                name, f"{problem} (case {case}: attention_mask {attention_mask.tolist()})", case
+            )
+    return report(name, None, cases)
+
+
+def check_split_heads(fn: Callable[..., Any], cases: int = 10) -> bool:
+    """Check ``fn(x, num_heads)``: (batch, seq, hidden) -> (batch, heads, seq, head_dim)."""
+    import torch
+
+    from minibert.attention import split_heads
+
+    name = "split heads"
+    g = torch.Generator().manual_seed(2)
+    for case in range(cases):
+        batch, seq, heads, head_dim = (int(n) for n in torch.randint(1, 6, (4,), generator=g))
+        heads += 1  # at least two heads, so a wrong reshape shows
+        x = torch.randn(batch, seq, heads * head_dim, generator=g)
+        got, hint = call_safely(fn, x, heads)
+        if hint is not None:
+            return report(name, hint, case)
+        expected = split_heads(x, heads)
+        problem = _attention_problem(got, expected, "the result", atol=0.0)
+        if problem is not None:
+            if isinstance(got, torch.Tensor) and got.shape == expected.shape:
+                problem += (
+                    " Right shape, wrong order: view as (batch, seq, heads, head_dim) first, then "
+                    "transpose(1, 2); a direct view to (batch, heads, seq, head_dim) mixes tokens."
+                )
+            return report(name, f"{problem} (case {case}: x {tuple(x.shape)}, {heads} heads)", case)
+    return report(name, None, cases)
+
+
+def check_merge_heads(fn: Callable[..., Any], cases: int = 10) -> bool:
+    """Check ``fn(x)``: (batch, heads, seq, head_dim) -> (batch, seq, heads * head_dim)."""
+    import torch
+
+    from minibert.attention import merge_heads
+
+    name = "merge heads"
+    g = torch.Generator().manual_seed(3)
+    for case in range(cases):
+        batch, heads, seq, head_dim = (int(n) for n in torch.randint(2, 6, (4,), generator=g))
+        x = torch.randn(batch, heads, seq, head_dim, generator=g)
+        got, hint = call_safely(fn, x)
+        if hint is not None:
+            return report(name, hint, case)
+        expected = merge_heads(x)
+        problem = _attention_problem(got, expected, "the result", atol=0.0)
+        if problem is not None:
+            if isinstance(got, torch.Tensor) and got.shape == expected.shape:
+                problem += (
+                    " Right shape, wrong order: transpose(1, 2) back to (batch, seq, heads, "
+                    "head_dim) before reshaping to (batch, seq, hidden)."
+                )
+            return report(name, f"{problem} (case {case}: x {tuple(x.shape)})", case)
+    return report(name, None, cases)
+
+
+def check_equal_keys(weights: Any) -> bool:
+    """Conceptual question: 3 queries, 4 keys that are all the same vector; what are the weights?
+
+    ``weights`` is the (3, 4) matrix (tensor, array or nested list) you predict, without running
+    attention; it is checked against attention run with random queries and one repeated key.
+    """
+    import torch
+
+    from minibert.attention import scaled_dot_product_attention
+
+    name = "equal keys"
+    try:
+        got = torch.as_tensor(weights, dtype=torch.float32)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        return report(name, f"give the weights as a (3, 4) tensor or nested list ({exc}).", 0)
+    g = torch.Generator().manual_seed(4)
+    cases = 5
+    for case in range(cases):
+        q = torch.randn(3, 8, generator=g) * 5  # queries of every size and direction
+        k = torch.randn(1, 8, generator=g).expand(4, 8)  # four copies of one key
+        v = torch.randn(4, 2, generator=g)
+        _, expected = scaled_dot_product_attention(q, k, v)
+        problem = _attention_problem(got, expected, "your weights", atol=1e-4)
+        if problem is not None:
+            if got.shape == expected.shape:
+                problem += (
+                    " Hint: when every key is the same, every score in a row is the same number, "
+                    "whatever the query is. What does softmax make of equal numbers?"
+                )
+            return report(name, problem, case)
+    return report(name, None, cases)
 
 
 # --- Lesson 3: the encoder ---------------------------------------------------------------------
 
 
+def _tiny_bert_config(g: Any) -> Any:
+    """A small random BertConfig for the checkers: (vocab, layers, hidden, heads) drawn from g."""
+    import torch
+
+    from minibert.config import BertConfig
+
+    heads = int(torch.randint(1, 5, (1,), generator=g))
+    hidden = heads * int(torch.randint(2, 9, (1,), generator=g))
+    return BertConfig(
+        vocab_size=int(torch.randint(20, 60, (1,), generator=g)),
+        hidden_size=hidden,
+        num_layers=int(torch.randint(1, 4, (1,), generator=g)),
+        num_heads=heads,
+        intermediate_size=int(torch.randint(4, 40, (1,), generator=g)),
+        max_position_embeddings=int(torch.randint(12, 30, (1,), generator=g)),
+    )
+
+
+def check_embeddings(fn: Callable[..., Any], cases: int = 10) -> bool:
+    """Check ``fn(input_ids, token_type_ids, embeddings) -> (batch, seq, hidden)``.
+
+    ``embeddings`` is a ``minibert.model.Embeddings`` in eval mode: use its three tables
+    (word_embeddings, token_type_embeddings, position_embeddings) and its layer_norm.
+    """
+    import torch
+
+    from minibert.model import Embeddings
+
+    name = "embedding sum"
+    g = torch.Generator().manual_seed(30)
+    for case in range(cases):
+        torch.manual_seed(30 + case)
+        config = _tiny_bert_config(g)
+        emb = Embeddings(config).eval()
+        emb.layer_norm.weight.data.uniform_(0.5, 1.5)  # not the identity, so that it shows
+        emb.layer_norm.bias.data.uniform_(-0.5, 0.5)
+        batch = int(torch.randint(1, 4, (1,), generator=g))
+        seq = int(torch.randint(2, config.max_position_embeddings + 1, (1,), generator=g))
+        ids = torch.randint(0, config.vocab_size, (batch, seq), generator=g)
+        types = (torch.arange(seq) >= seq // 2).long().expand(batch, seq).clone()
+        got, hint = call_safely(fn, ids, types, emb)
+        if hint is not None:
+            return report(name, hint, case)
+        with torch.no_grad():
+            expected = emb(ids, types)
+            got = got.detach() if isinstance(got, torch.Tensor) else got
+            positions = emb.position_embeddings(torch.arange(seq))
+            raw = emb.word_embeddings(ids) + emb.token_type_embeddings(types) + positions
+            partial = {
+                "the position embeddings": raw - positions,
+                "the segment (token type) embeddings": raw - emb.token_type_embeddings(types),
+            }
+        problem = _attention_problem(got, expected, "the embeddings")
+        if problem is not None:
+            if isinstance(got, torch.Tensor) and got.shape == expected.shape:
+                if torch.allclose(got, raw, atol=1e-5):
+                    problem += " You summed the tables; now apply embeddings.layer_norm to the sum."
+                for what, without in partial.items():
+                    if torch.allclose(got, emb.layer_norm(without), atol=1e-5):
+                        problem += f" The sum is missing {what}."
+            return report(name, f"{problem} (case {case}: input_ids {tuple(ids.shape)})", case)
+    return report(name, None, cases)
+
+
+def check_encoder_layer(fn: Callable[..., Any], cases: int = 10) -> bool:
+    """Check ``fn(x, attention_mask, layer) -> (batch, seq, hidden)``: one post-LN encoder layer.
+
+    ``layer`` is a ``minibert.model.EncoderLayer`` in eval mode: call ``layer.attention(x,
+    attention_mask)`` (it returns (output, weights)) and use attention_norm, ffn_in, ffn_out and
+    ffn_norm yourself, with exact GELU.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    from minibert.model import EncoderLayer
+
+    name = "post-LN encoder layer"
+    g = torch.Generator().manual_seed(31)
+    for case in range(cases):
+        torch.manual_seed(31 + case)
+        config = _tiny_bert_config(g)
+        layer = EncoderLayer(config).eval()
+        for norm in (layer.attention_norm, layer.ffn_norm):
+            norm.weight.data.uniform_(0.5, 1.5)
+            norm.bias.data.uniform_(-0.5, 0.5)
+        batch = int(torch.randint(1, 4, (1,), generator=g))
+        seq = int(torch.randint(2, 10, (1,), generator=g))
+        x = torch.randn(batch, seq, config.hidden_size, generator=g)
+        mask = torch.ones(batch, seq, dtype=torch.long)
+        mask[0, seq - 1 :] = 0  # the first example ends with padding
+        got, hint = call_safely(fn, x.clone(), mask.clone(), layer)
+        if hint is not None:
+            return report(name, hint, case)
+        with torch.no_grad():
+            expected, _ = layer(x, mask)
+            got = got.detach() if isinstance(got, torch.Tensor) else got
+
+            def ffn(
+                h: torch.Tensor, act: Callable[..., Any] = F.gelu, layer: EncoderLayer = layer
+            ) -> torch.Tensor:
+                return layer.ffn_out(act(layer.ffn_in(h)))
+
+            a = layer.attention(x, mask)[0]
+            h = layer.attention_norm(x + a)
+            pre = x + layer.attention(layer.attention_norm(x), mask)[0]
+            no_residual = layer.attention_norm(a)
+            unmasked = layer.attention_norm(x + layer.attention(x)[0])
+            wrong = {
+                "pre-LN (LayerNorm before each sublayer); BERT normalises after adding the "
+                "residual, x = LN(x + sublayer(x))": pre + ffn(layer.ffn_norm(pre)),
+                "ReLU in the feed-forward; BERT uses GELU (torch.nn.functional.gelu)": (
+                    layer.ffn_norm(h + ffn(h, F.relu))
+                ),
+                "no residual around the feed-forward; add its input before ffn_norm": (
+                    layer.ffn_norm(ffn(h))
+                ),
+                "no residual around attention; add x before attention_norm": (
+                    layer.ffn_norm(no_residual + ffn(no_residual))
+                ),
+                "the padding mask was not passed to layer.attention": (
+                    layer.ffn_norm(unmasked + ffn(unmasked))
+                ),
+            }
+        problem = _attention_problem(got, expected, "the layer's output")
+        if problem is not None:
+            if isinstance(got, torch.Tensor) and got.shape == expected.shape:
+                for what, output in wrong.items():
+                    if torch.allclose(got, output, atol=1e-5):
+                        problem += f" It looks like {what}."
+                        break
+            return report(name, f"{problem} (case {case}: x {tuple(x.shape)})", case)
+    return report(name, None, cases)
+
+
+def check_parameter_count(fn: Callable[..., Any], cases: int = 10) -> bool:
+    """Check ``fn(config) -> int``: the number of parameters of ``BertModel(config)``, by formula."""
+    import numpy as np
+    import torch
+
+    from minibert.config import BertConfig
+    from minibert.model import BertModel
+
+    name = "parameter count"
+    g = torch.Generator().manual_seed(32)
+    configs = [BertConfig.preset(p) for p in ("tiny", "base")]
+    configs += [_tiny_bert_config(g) for _ in range(max(cases - len(configs), 0))]
+    for case, config in enumerate(configs):
+        got, hint = call_safely(fn, config)
+        if hint is not None:
+            return report(name, hint, case)
+        with torch.device("meta"):  # sizes without memory, even for base
+            expected = sum(p.numel() for p in BertModel(config).parameters())
+        if not isinstance(got, (int, np.integer)) or isinstance(got, bool):
+            return report(name, f"return an int, got {type(got).__name__}.", case)
+        if got != expected:
+            h, i, n = config.hidden_size, config.intermediate_size, config.num_layers
+            missing = {
+                "the biases": n * (4 * h + i + h) + h,
+                "the LayerNorms' weights and biases": 2 * h * (2 * n + 1),
+                "the pooler (dense h x h + bias)": h * h + h,
+                "the position embeddings": config.max_position_embeddings * h,
+                "the segment (token type) embeddings": config.type_vocab_size * h,
+            }
+            problem = f"expected {expected:,} for {_describe(config)}, got {got:,}."
+            for what, size in missing.items():
+                if expected - got == size:
+                    problem += f" The difference is exactly {what}."
+            return report(name, problem, case)
+    return report(name, None, len(configs))
+
+
+def _describe(config: Any) -> str:
+    return (
+        f"BertConfig(vocab_size={config.vocab_size}, hidden_size={config.hidden_size}, "
+        f"num_layers={config.num_layers}, num_heads={config.num_heads}, "
+        f"intermediate_size={config.intermediate_size}, "
+        f"max_position_embeddings={config.max_position_embeddings})"
+    )
+
+
+def check_previous_token_head(
+    fn: Callable[..., Any], attentions: Any = None, attention_mask: Any = None, cases: int = 6
+) -> bool:
+    """Check ``fn(attentions, attention_mask) -> (layer, head)``: the strongest previous-token head.
+
+    ``attentions`` is a tuple of (batch, heads, seq, seq), ``attention_mask`` (batch, seq) of 1/0.
+    First on random attention with one planted previous-token head (and a next-token decoy),
+    then, if you pass them, on real attentions: there your head must reach 90% of the best
+    head's mean attention to the previous token.
+    """
+    import numpy as np
+    import torch
+
+    from minibert.viz import attention_summary
+
+    name = "previous-token head"
+    g = torch.Generator().manual_seed(33)
+
+    def as_pair(got: Any) -> tuple[int, int] | None:
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            return None
+        ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in got)
+        return (int(got[0]), int(got[1])) if ints else None
+
+    for case in range(cases):
+        layers = int(torch.randint(2, 5, (1,), generator=g))
+        heads = int(torch.randint(2, 7, (1,), generator=g))
+        batch, seq = 2, int(torch.randint(6, 13, (1,), generator=g))
+        mask = torch.ones(batch, seq, dtype=torch.long)
+        mask[1, seq - 2 :] = 0
+        scores = torch.randn(layers, batch, heads, seq, seq, generator=g)
+        scores = scores.masked_fill(mask[None, :, None, None, :] == 0, -1e9)
+        atts = list(scores.softmax(-1))
+        flat = torch.randperm(layers * heads, generator=g)[:2]
+        (pl, ph), (nl, nh) = ((int(i) // heads, int(i) % heads) for i in flat)
+        shift = torch.zeros(seq, seq)
+        shift[torch.arange(1, seq), torch.arange(seq - 1)] = 1.0  # query q -> key q - 1
+        shift[0, 0] = 1.0
+        ahead = torch.zeros(seq, seq)
+        ahead[torch.arange(seq - 1), torch.arange(1, seq)] = 1.0  # query q -> key q + 1
+        ahead[seq - 1, seq - 1] = 1.0
+        atts[pl][:, ph] = 0.1 * atts[pl][:, ph] + 0.9 * shift
+        atts[nl][:, nh] = 0.1 * atts[nl][:, nh] + 0.9 * ahead
+        got, hint = call_safely(fn, tuple(atts), mask.clone())
+        if hint is not None:
+            return report(name, hint, case)
+        pair = as_pair(got)
+        if pair is None:
+            return report(name, f"return (layer, head) as two ints, got {got!r:.60}.", case)
+        if pair != (pl, ph):
+            problem = f"the planted previous-token head is layer {pl}, head {ph}; you gave {pair}."
+            if pair == (nl, nh):
+                problem += (
+                    " That is the NEXT-token head: query q attends to key q + 1. The previous "
+                    "token is the diagonal just below the main one, a[..., q, q - 1]."
+                )
+            return report(name, f"{problem} (case {case}: {layers} layers x {heads} heads)", case)
+    if attentions is None:
+        return report(name, None, cases)
+    got, hint = call_safely(fn, attentions, attention_mask)
+    if hint is not None:
+        return report(name, hint, cases)
+    pair = as_pair(got)
+    if pair is None:
+        return report(name, f"return (layer, head) as two ints, got {got!r:.60}.", cases)
+    batch, _, seq, _ = attentions[0].shape
+    no_ids = torch.zeros(batch, seq, dtype=torch.long)  # token ids do not matter here
+    prev = attention_summary(attentions, no_ids, {}, attention_mask)["to previous"]
+    layer, head = pair
+    if not (0 <= layer < prev.shape[0] and 0 <= head < prev.shape[1]):
+        return report(name, f"there is no layer {layer}, head {head} in these attentions.", cases)
+    best = float(prev.max())
+    if prev[layer, head] < 0.9 * best:
+        return report(
+            name,
+            f"layer {layer}, head {head} puts {prev[layer, head]:.0%} of its attention on the "
+            f"previous token on average; the best head reaches {best:.0%}.",
+            cases,
+        )
+    print(
+        f"PASS {name}: layer {layer}, head {head} puts {prev[layer, head]:.0%} of its attention "
+        f"on the previous token (checked on {cases} planted cases and your attentions)."
+    )
+    return True
+
+
 # --- Lesson 4: masked language modelling -------------------------------------------------------
+
+
+def check_masking(fn: Callable[..., Any], sequences: int = 1500) -> bool:
+    """Check ``fn(input_ids, special_tokens_mask, mask_token_id, random_token_ids, rng)``.
+
+    It returns (masked_ids, labels) like ``minibert.pretraining.mask_tokens``: 15% of the
+    non-special positions chosen (round, at least 1), 80% [MASK] / 10% random / 10% kept, labels
+    the original id where chosen and -100 elsewhere. The checker tests the constraints on every
+    sequence and the proportions over all of them, with 5-sigma binomial bounds.
+    """
+    import math
+
+    import numpy as np
+
+    name = "BERT masking"
+    mask_id, random_ids = 4, list(range(5, 1000))
+    g = np.random.default_rng(0)
+    chosen = masked = kept = randomised = 0
+    for case in range(sequences):
+        n = int(g.integers(4, 120))
+        ids = [2, *(int(t) for t in g.integers(5, 1000, n)), 3]
+        special = [1] + [0] * n + [1]
+        result, hint = call_safely(
+            fn, list(ids), list(special), mask_id, random_ids, np.random.default_rng(case)
+        )
+        if hint is not None:
+            return report(name, hint, case)
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            return report(name, "return a pair (masked_ids, labels).", case)
+        out, labels = (list(map(int, x)) for x in result)
+        if len(out) != len(ids) or len(labels) != len(ids):
+            return report(name, f"both lists need {len(ids)} entries, like input_ids.", case)
+        at = [i for i, lab in enumerate(labels) if lab != -100]
+        if 0 in at or len(ids) - 1 in at:
+            return report(name, "[CLS] and [SEP] were chosen; never choose special tokens.", case)
+        want = max(1, round(0.15 * n))
+        if len(at) != want:
+            return report(
+                name,
+                f"{len(at)} positions chosen out of {n}; choose "
+                f"max(1, round(0.15 * {n})) = {want}.",
+                case,
+            )
+        if any(labels[i] != ids[i] for i in at):
+            return report(name, "a label must be the ORIGINAL id at its position.", case)
+        if any(out[i] != ids[i] for i in range(len(ids)) if i not in at):
+            return report(name, "a position that was not chosen changed; leave it as it is.", case)
+        chosen += len(at)
+        masked += sum(out[i] == mask_id for i in at)
+        kept += sum(out[i] == ids[i] for i in at)
+        randomised += sum(out[i] not in (mask_id, ids[i]) for i in at)
+    for what, count, p in (
+        ("[MASK]", masked, 0.8),
+        ("random", randomised, 0.1),
+        ("kept", kept, 0.1),
+    ):
+        bound = 5 * math.sqrt(p * (1 - p) / chosen)
+        if abs(count / chosen - p) > bound:
+            return report(
+                name,
+                f"{count / chosen:.1%} of the chosen tokens are {what}; BERT uses "
+                f"{p:.0%} (allowed: +-{bound:.1%} over {chosen} tokens).",
+                sequences,
+            )
+    return report(name, None, sequences)
+
+
+def check_mlm_loss(fn: Callable[..., Any], cases: int = 20) -> bool:
+    """Check ``fn(logits, labels) -> loss``: mean cross-entropy over positions whose label is not -100.
+
+    logits (batch, seq, vocab), labels (batch, seq). The loss must not change when padding (label
+    -100) is added, and every labelled position must count once.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    name = "masked LM loss"
+    g = torch.Generator().manual_seed(0)
+    for case in range(cases):
+        batch, seq, vocab = 3, int(torch.randint(4, 12, (1,), generator=g)), 17
+        logits = torch.randn(batch, seq, vocab, generator=g)
+        labels = torch.randint(0, vocab, (batch, seq), generator=g)
+        labels[torch.rand(batch, seq, generator=g) > 0.3] = -100
+        labels[0, 0] = 3  # at least one labelled position
+        expected = F.cross_entropy(logits.reshape(-1, vocab), labels.reshape(-1), ignore_index=-100)
+        got, hint = call_safely(fn, logits, labels)
+        if hint is not None:
+            return report(name, hint, case)
+        got = torch.as_tensor(got, dtype=torch.float32)
+        if got.shape != ():
+            return report(
+                name, f"return one number (a 0-dim tensor), got shape {tuple(got.shape)}.", case
+            )
+        if not torch.allclose(got, expected, atol=1e-5):
+            everywhere = F.cross_entropy(logits.reshape(-1, vocab), labels.clamp(min=0).reshape(-1))
+            hint = f"got {float(got):.4f}, expected {float(expected):.4f}."
+            if torch.allclose(got, everywhere, atol=1e-5):
+                hint += " You counted every position; only positions with a label != -100 count."
+            else:
+                hint += " Average over the labelled positions only (d2l issue 2582 averaged first)."
+            return report(name, hint, case)
+        padded_logits = torch.cat([logits, torch.randn(batch, 5, vocab, generator=g)], dim=1)
+        padded_labels = torch.cat([labels, torch.full((batch, 5), -100)], dim=1)
+        padded, hint = call_safely(fn, padded_logits, padded_labels)
+        if hint is not None or not torch.allclose(torch.as_tensor(padded), expected, atol=1e-5):
+            return report(
+                name, "adding padding (label -100) changed the loss; padding must not count.", case
+            )
+    return report(name, None, cases)

@@ -149,3 +149,334 @@ def test_check_split_and_merge_heads(capsys):
 def test_check_equal_keys(answer, passes, hint, capsys):
     assert exercises.check_equal_keys(answer) is passes
     assert hint in capsys.readouterr().out
+
+
+# --- Lesson 3: the encoder ---------------------------------------------------------------------
+
+
+def embeddings_right(input_ids, token_type_ids, emb):
+    positions = emb.position_embeddings(torch.arange(input_ids.shape[1]))
+    x = emb.word_embeddings(input_ids) + emb.token_type_embeddings(token_type_ids) + positions
+    return emb.layer_norm(x)
+
+
+def embeddings_without_positions(input_ids, token_type_ids, emb):
+    x = emb.word_embeddings(input_ids) + emb.token_type_embeddings(token_type_ids)
+    return emb.layer_norm(x)
+
+
+def embeddings_without_norm(input_ids, token_type_ids, emb):
+    positions = emb.position_embeddings(torch.arange(input_ids.shape[1]))
+    return emb.word_embeddings(input_ids) + emb.token_type_embeddings(token_type_ids) + positions
+
+
+@pytest.mark.parametrize(
+    "fn, passes, hint",
+    [
+        (embeddings_right, True, "PASS embedding sum"),
+        (embeddings_without_positions, False, "missing the position embeddings"),
+        (embeddings_without_norm, False, "apply embeddings.layer_norm"),
+        (lambda i, t, e: e.word_embeddings(i), False, "NOT YET embedding sum"),
+    ],
+)
+def test_check_embeddings(fn, passes, hint, capsys):
+    assert exercises.check_embeddings(fn) is passes
+    assert hint in capsys.readouterr().out
+
+
+def post_ln(x, mask, layer, act=torch.nn.functional.gelu):
+    a, _ = layer.attention(x, mask)
+    h = layer.attention_norm(x + a)
+    return layer.ffn_norm(h + layer.ffn_out(act(layer.ffn_in(h))))
+
+
+def pre_ln(x, mask, layer):
+    h = x + layer.attention(layer.attention_norm(x), mask)[0]
+    return h + layer.ffn_out(torch.nn.functional.gelu(layer.ffn_in(layer.ffn_norm(h))))
+
+
+@pytest.mark.parametrize(
+    "fn, passes, hint",
+    [
+        (post_ln, True, "PASS post-LN encoder layer"),
+        (pre_ln, False, "pre-LN"),
+        (lambda x, m, layer: post_ln(x, m, layer, torch.relu), False, "BERT uses GELU"),
+        (lambda x, m, layer: post_ln(x, None, layer), False, "padding mask was not passed"),
+        (lambda x, m, layer: x, False, "off from the reference"),
+    ],
+)
+def test_check_encoder_layer(fn, passes, hint, capsys):
+    assert exercises.check_encoder_layer(fn) is passes
+    assert hint in capsys.readouterr().out
+
+
+def count_right(c):
+    h, i, n = c.hidden_size, c.intermediate_size, c.num_layers
+    embeddings = (c.vocab_size + c.max_position_embeddings + c.type_vocab_size) * h + 2 * h
+    layer = 4 * (h * h + h) + 2 * h + (h * i + i) + (i * h + h) + 2 * h
+    return embeddings + n * layer + (h * h + h)
+
+
+@pytest.mark.parametrize(
+    "fn, passes, hint",
+    [
+        (count_right, True, "PASS parameter count"),
+        (lambda c: count_right(c) - c.hidden_size**2 - c.hidden_size, False, "the pooler"),
+        (
+            lambda c: count_right(c) - c.max_position_embeddings * c.hidden_size,
+            False,
+            "the position embeddings",
+        ),
+        (lambda c: 110_000_000, False, "expected 4,385,920"),
+        (lambda c: float(count_right(c)), False, "return an int"),
+    ],
+)
+def test_check_parameter_count(fn, passes, hint, capsys):
+    assert exercises.check_parameter_count(fn) is passes
+    assert hint in capsys.readouterr().out
+
+
+def strongest_diagonal(offset):
+    def find(attentions, attention_mask):
+        scores = torch.stack([a.diagonal(offset, -2, -1).mean((0, 2)) for a in attentions])
+        best = int(scores.argmax())
+        return best // scores.shape[1], best % scores.shape[1]
+
+    return find
+
+
+def test_check_previous_token_head(capsys):
+    assert exercises.check_previous_token_head(strongest_diagonal(-1)) is True
+    assert "PASS previous-token head" in capsys.readouterr().out
+    assert exercises.check_previous_token_head(strongest_diagonal(1)) is False
+    assert "NEXT-token head" in capsys.readouterr().out
+    assert exercises.check_previous_token_head(lambda a, m: (0, 2)) is False  # a guess
+    assert "planted previous-token head" in capsys.readouterr().out
+    assert exercises.check_previous_token_head(lambda a, m: "layer 0") is False
+    assert "two ints" in capsys.readouterr().out
+
+
+def test_check_previous_token_head_on_given_attentions(capsys):
+    seq = 6
+    prev = torch.zeros(1, 1, seq, seq)
+    prev[0, 0, torch.arange(1, seq), torch.arange(seq - 1)] = 1.0
+    prev[0, 0, 0, 0] = 1.0
+    uniform = torch.full((1, 1, seq, seq), 1 / seq)
+    attentions = (torch.cat([uniform, prev], 1),)  # layer 0: head 0 uniform, head 1 previous
+    mask = torch.ones(1, seq, dtype=torch.long)
+    finder = strongest_diagonal(-1)
+    assert exercises.check_previous_token_head(finder, attentions, mask) is True
+    assert "layer 0, head 1 puts 100%" in capsys.readouterr().out
+    assert exercises.check_previous_token_head(lambda a, m: (0, 0), attentions, mask) is False
+
+
+# --- Lesson 1: tokens and segments -------------------------------------------------------------
+
+
+def wordpiece_right(word, vocab):
+    if len(word) > 100:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        end = len(word)
+        while end > start:
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                break
+            end -= 1
+        else:
+            return ["[UNK]"]
+        pieces.append(piece)
+        start = end
+    return pieces
+
+
+def wordpiece_shortest(word, vocab):
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(start + 1, len(word) + 1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return ["[UNK]"]
+    return pieces
+
+
+def wordpiece_partial_unk(word, vocab):
+    pieces, start = [], 0
+    while start < len(word):
+        end = len(word)
+        while end > start:
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                break
+            end -= 1
+        else:
+            pieces.append("[UNK]")  # the mistake: skip one character, keep going
+            start += 1
+            continue
+        pieces.append(piece)
+        start = end
+    return pieces
+
+
+def wordpiece_no_length_limit(word, vocab):
+    return wordpiece_right(word[:100], vocab) if len(word) > 100 else wordpiece_right(word, vocab)
+
+
+def wordpiece_without_prefix(word, vocab):
+    return [p.removeprefix("##") for p in wordpiece_right(word, vocab)]
+
+
+@pytest.mark.parametrize(
+    "fn, passes, hint",
+    [
+        (wordpiece_right, True, "PASS"),
+        (wordpiece_shortest, False, "LONGEST piece"),
+        (wordpiece_partial_unk, False, "the WHOLE word becomes"),
+        (wordpiece_no_length_limit, False, "longer than 100 characters"),
+        (wordpiece_without_prefix, False, "'##' prefix"),
+        (lambda word, vocab: " ".join(wordpiece_right(word, vocab)), False, "list of strings"),
+        (lambda word, vocab: wordpiece_right(word), False, "raised TypeError"),
+    ],
+)
+def test_check_wordpiece(fn, passes, hint, capsys):
+    assert exercises.check_wordpiece(fn) is passes
+    assert hint in capsys.readouterr().out
+
+
+def segments_right(tokens_a, tokens_b=None):
+    tokens = ["[CLS]", *tokens_a, "[SEP]"]
+    segments = [0] * len(tokens)
+    if tokens_b is not None:
+        tokens += [*tokens_b, "[SEP]"]
+        segments += [1] * (len(tokens_b) + 1)
+    return tokens, segments
+
+
+def segments_sep_in_a(tokens_a, tokens_b=None):
+    tokens, segments = segments_right(tokens_a, tokens_b)
+    if tokens_b is not None:
+        segments[-1] = 0  # the mistake: the final [SEP] counted with sentence A
+    return tokens, segments
+
+
+def segments_no_final_sep(tokens_a, tokens_b=None):
+    tokens, segments = segments_right(tokens_a, tokens_b)
+    return (tokens[:-1], segments[:-1]) if tokens_b is not None else (tokens, segments)
+
+
+def segments_pair_required(tokens_a, tokens_b):
+    return segments_right(tokens_a, tokens_b)
+
+
+@pytest.mark.parametrize(
+    "fn, passes, hint",
+    [
+        (segments_right, True, "PASS"),
+        (segments_sep_in_a, False, "closing [SEP] are segment 1"),
+        (segments_no_final_sep, False, "[SEP] after each sentence"),
+        (segments_pair_required, False, "default None"),
+        (lambda a, b=None: segments_right(a, b)[0], False, "pair (tokens, segments)"),
+    ],
+)
+def test_check_tokens_and_segments(fn, passes, hint, capsys):
+    assert exercises.check_tokens_and_segments(fn) is passes
+    assert hint in capsys.readouterr().out
+
+
+def pad_right(sequences, pad_id):
+    longest = max(len(s) for s in sequences)
+    ids = torch.full((len(sequences), longest), pad_id, dtype=torch.long)
+    mask = torch.zeros(len(sequences), longest, dtype=torch.long)
+    for i, s in enumerate(sequences):
+        ids[i, : len(s)] = torch.tensor(s)
+        mask[i, : len(s)] = 1
+    return ids, mask
+
+
+def pad_left(sequences, pad_id):
+    ids, mask = pad_right([s[::-1] for s in sequences], pad_id)
+    return ids.flip(1), mask.flip(1)
+
+
+@pytest.mark.parametrize(
+    "fn, passes, hint",
+    [
+        (pad_right, True, "PASS"),
+        (pad_left, False, "pad on the right"),
+        (lambda s, p: (pad_right(s, p)[0], 1 - pad_right(s, p)[1]), False, "mask is reversed"),
+        (lambda s, p: (pad_right(s, p)[0], pad_right(s, p)[1].float()), False, "torch.long"),
+        (lambda s, p: (pad_right(s, 0)[0], pad_right(s, p)[1]), False, "input_ids differ"),
+        (lambda s, p: pad_right(s, p)[0], False, "pair (input_ids, attention_mask)"),
+    ],
+)
+def test_check_pad_batch(fn, passes, hint, capsys):
+    assert exercises.check_pad_batch(fn) is passes
+    assert hint in capsys.readouterr().out
+
+
+# --- Lesson 4: masked language modelling -------------------------------------------------------
+
+
+def _never_random(ids, special, mask_id, random_ids, rng):
+    from minibert.pretraining import mask_tokens
+
+    masked, labels = mask_tokens(ids, special, mask_id, random_ids, rng)
+    return [mask_id if lab != -100 else t for t, lab in zip(masked, labels)], labels
+
+
+def _labels_everywhere(ids, special, mask_id, random_ids, rng):
+    from minibert.pretraining import mask_tokens
+
+    masked, _ = mask_tokens(ids, special, mask_id, random_ids, rng)
+    return masked, list(ids)
+
+
+@pytest.mark.parametrize(
+    "fn, passes, hint",
+    [
+        ("reference", True, "PASS"),
+        (_never_random, False, "[MASK]; BERT uses 80%"),
+        (_labels_everywhere, False, "[CLS] and [SEP] were chosen"),
+        (lambda *args: None, False, "return a pair"),
+    ],
+)
+def test_check_masking(fn, passes, hint, capsys):
+    from minibert.pretraining import mask_tokens
+
+    assert exercises.check_masking(mask_tokens if fn == "reference" else fn) is passes
+    assert hint in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "fn, passes, hint",
+    [
+        (
+            lambda lg, y: torch.nn.functional.cross_entropy(lg.flatten(0, 1), y.flatten()),
+            True,
+            "PASS",
+        ),
+        (
+            lambda lg, y: torch.nn.functional.cross_entropy(
+                lg.flatten(0, 1), y.flatten().clamp(min=0)
+            ),
+            False,
+            "You counted every position",
+        ),
+        (
+            lambda lg, y: torch.nn.functional.cross_entropy(
+                lg.flatten(0, 1), y.flatten(), reduction="none"
+            ).mean(),
+            False,
+            "labelled positions only",
+        ),
+        (lambda lg, y: torch.zeros(2), False, "return one number"),
+    ],
+)
+def test_check_mlm_loss(fn, passes, hint, capsys):
+    assert exercises.check_mlm_loss(fn) is passes
+    assert hint in capsys.readouterr().out
