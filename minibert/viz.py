@@ -178,7 +178,11 @@ def attention_heads(
     nrows = -(-num_heads // ncols)
     panel = max(2.4, 0.17 * len(kept) + 1.2)
     fig, axes = plt.subplots(
-        nrows, ncols, figsize=(panel * ncols + 1.0, panel * nrows), squeeze=False
+        nrows,
+        ncols,
+        figsize=(panel * ncols + 1.0, panel * nrows + 0.5),
+        squeeze=False,
+        layout="constrained",
     )
     weights = [_select(layers, layer, h, batch_index, kept) for h in range(num_heads)]
     vmax = max(max(float(w.max()) for w in weights), 1e-12)
@@ -227,6 +231,7 @@ def model_view(
         num_heads,
         figsize=(thumb * num_heads + 0.6, thumb * num_layers + 0.8),
         squeeze=False,
+        layout="constrained",
     )
     for layer in range(num_layers):
         for head in range(num_heads):
@@ -447,7 +452,7 @@ def plot_attention_summary(summary: dict[str, np.ndarray], ncols: int = 4) -> Fi
     names = list(summary)
     num_layers, num_heads = summary[names[0]].shape
     nrows = -(-len(names) // ncols)
-    panel_w, panel_h = 0.32 * num_heads + 1.4, 0.32 * num_layers + 1.0
+    panel_w, panel_h = 0.24 * num_heads + 1.3, 0.3 * num_layers + 1.0
     fig, axes = plt.subplots(
         nrows, ncols, figsize=(panel_w * ncols, panel_h * nrows), squeeze=False
     )

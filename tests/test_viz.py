@@ -256,3 +256,237 @@ def test_to_bertviz_gives_one_example_per_layer_without_padding():
 def test_bad_input_raises_value_error_saying_what_was_expected(call, message):
     with pytest.raises(ValueError, match=message):
         call(random_attentions())
+
+
+def test_tokens_with_dollar_signs_are_shown_verbatim_not_as_math():
+    tokens = ["[CLS]", "costs", "$", "{", "$", "5", "!", "[SEP]"]  # "$ { $" is bad mathtext
+    atts = random_attentions()
+    fig = viz.attention_heatmap(atts, tokens)
+    assert labels(fig.axes[0].get_xticklabels()) == tokens
+    head = viz.head_view(atts, tokens)
+    model = viz.model_view(atts, tokens)
+    for figure in (fig, head, model):
+        figure.savefig(io.BytesIO(), format="png")
+    assert fig.axes[0].get_xticklabels()[2].get_parse_math() is False
+
+
+# --- Lesson 3: attention analysis and the explorer ---------------------------------------------
+
+SPECIAL = {"[CLS]": 101, "[SEP]": 102}
+
+
+def planted_attentions():
+    """One layer, four heads of known behaviour, on [CLS] a b c [SEP] d [SEP] [PAD]."""
+    ids = torch.tensor([[101, 7, 8, 9, 102, 10, 102, 0]])
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1, 1, 0]])
+    n = 7  # real tokens
+    a = torch.zeros(1, 4, 8, 8)
+    for q in range(n):
+        a[0, 0, q, max(q - 1, 0)] = 1.0  # previous token (the first token: itself)
+        a[0, 1, q, :n] = 1.0 / n  # uniform over the real tokens
+        a[0, 2, q, 0] = 1.0  # all on [CLS]
+        a[0, 3, q, [4, 6]] = 0.5  # all on the two [SEP]
+    a[0, :, 7] = torch.rand(4, 8).softmax(-1)  # a padding query: must not count
+    return (a,), ids, mask
+
+
+def test_attention_summary_measures_planted_heads():
+    atts, ids, mask = planted_attentions()
+    s = viz.attention_summary(atts, ids, SPECIAL, mask)
+    assert list(s) == [
+        "entropy",
+        "to [CLS]",
+        "to [SEP]",
+        "to self",
+        "to previous",
+        "to next",
+        "distance",
+    ]
+    assert all(v.shape == (1, 4) for v in s.values())
+    # queries 0..6 are real; "to previous" counts 1..6, "to next" 0..5 (6's next is padding)
+    expected = {
+        "to previous": [1.0, 1 / 7, 1 / 6, 0.5 / 6],
+        "to self": [1 / 7, 1 / 7, 1 / 7, 1 / 7],
+        "to next": [0.0, 1 / 7, 0.0, 1 / 6],
+        "to [CLS]": [2 / 7, 1 / 7, 1.0, 0.0],
+        "to [SEP]": [1 / 7, 2 / 7, 0.0, 1.0],
+        "entropy": [0.0, np.log(7), 0.0, np.log(2)],
+        "distance": [6 / 7, sum(abs(q - k) for q in range(7) for k in range(7)) / 49, 3.0, 17 / 7],
+    }
+    for name, values in expected.items():
+        np.testing.assert_allclose(s[name][0], values, atol=1e-5, err_msg=name)
+    assert viz.top_heads(s, "to [CLS]", k=2) == [
+        (0, 2, pytest.approx(1.0)),
+        (0, 0, pytest.approx(2 / 7)),
+    ]
+    assert viz.top_heads(s, "entropy", k=1, largest=False)[0][:2] in [(0, 0), (0, 2)]
+
+
+def test_attention_summary_ignores_padding_queries():
+    atts, ids, mask = planted_attentions()
+    other = atts[0].clone()
+    other[0, :, 7] = torch.eye(8)[3]  # a different padding row
+    a = viz.attention_summary(atts, ids, SPECIAL, mask)
+    b = viz.attention_summary((other,), ids, SPECIAL, mask)
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name])
+    c = viz.attention_summary((other,), ids, SPECIAL)  # without the mask the row counts
+    assert not np.allclose(c["to self"], a["to self"])
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda a, i, m: viz.attention_summary(a, i[:, :5], SPECIAL), r"input_ids must have shape"),
+        (lambda a, i, m: viz.attention_summary(a, i, [101, 102]), "special_ids must map names"),
+        (lambda a, i, m: viz.attention_summary(a, i, SPECIAL, m[:, :3]), "attention_mask"),
+        (lambda a, i, m: viz.attention_summary(a, i, SPECIAL, m * 0), "every position is padding"),
+        (lambda a, i, m: viz.top_heads(viz.attention_summary(a, i, SPECIAL), "focus"), "metric"),
+    ],
+)
+def test_attention_summary_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call(*planted_attentions())
+
+
+def test_plot_attention_summary_has_one_panel_per_metric():
+    atts, ids, mask = planted_attentions()
+    fig = viz.plot_attention_summary(viz.attention_summary(atts, ids, SPECIAL, mask))
+    assert isinstance(fig, Figure)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles == [
+        "entropy (nats)",
+        "to [CLS]",
+        "to [SEP]",
+        "to self",
+        "to previous",
+        "to next",
+        "distance (tokens)",
+    ]
+    panel = fig.axes[0]
+    assert panel.images[0].get_array().shape == (1, 4)
+
+
+@pytest.fixture(scope="module")
+def minilm_summary():
+    """MiniLM's attention over ten Wikipedia sentence pairs."""
+    import transformers
+
+    from minibert.assets import path
+    from minibert.corpora import wikipedia_articles
+    from minibert.model import BertModel
+
+    folder = path("minilm")
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(folder)
+    model = BertModel.from_pretrained(folder).eval()
+    pairs = [a.sentences[:2] for a in wikipedia_articles("all")[:10]]
+    enc = tokenizer(
+        [p[0] for p in pairs],
+        [p[1] for p in pairs],
+        padding=True,
+        truncation=True,
+        max_length=96,
+        return_tensors="pt",
+    )
+    with torch.no_grad():
+        out = model(
+            enc["input_ids"], enc["token_type_ids"], enc["attention_mask"], output_attentions=True
+        )
+    return viz.attention_summary(out.attentions, enc["input_ids"], SPECIAL, enc["attention_mask"])
+
+
+def test_minilm_has_the_kinds_of_heads_clark_et_al_describe(minilm_summary):
+    s = minilm_summary
+    assert s["to previous"].max() > 0.9  # a previous-token head
+    assert s["to next"].max() > 0.5  # a next-token head
+    assert s["to [CLS]"].max() > 0.5  # a head parked on a special token (MiniLM: [CLS])
+    assert s["entropy"].max() > 3.5  # broad heads, near-uniform over ~50 tokens
+    layer, head, _ = viz.top_heads(s, "to previous", 1)[0]
+    assert s["distance"][layer, head] < 1.5
+
+
+# the explorer
+
+
+@pytest.fixture(scope="module")
+def tiny_model_and_tokenizer():
+    import transformers
+
+    from minibert.assets import path
+    from minibert.config import BertConfig
+    from minibert.model import BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=30522, hidden_size=16, num_layers=2, num_heads=4, intermediate_size=32
+    )
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(path("minilm"))
+    return BertModel(config).train(), tokenizer
+
+
+def shown_png(explorer):
+    (output,) = explorer.output.outputs
+    return output["data"]["image/png"]
+
+
+def test_explorer_redraws_when_its_widgets_change(tiny_model_and_tokenizer):
+    model, tokenizer = tiny_model_and_tokenizer
+    e = viz.explore(model, tokenizer, "the cat sat on the mat", "it purred")
+    assert model.training  # the explorer evaluates without changing the model's mode
+    assert e.tokens[0] == "[CLS]" and e.tokens.count("[SEP]") == 2
+    assert e.sentence_b_start == e.tokens.index("[SEP]") + 1
+    first, png = e.figure, shown_png(e)
+    assert first.axes[0].get_title() == "layer 0, head 0"
+
+    e.head.value = 3
+    assert e.figure is not first and e.figure.axes[0].get_title() == "layer 0, head 3"
+    assert not np.array_equal(
+        first.axes[0].images[0].get_array(), e.figure.axes[0].images[0].get_array()
+    )
+    assert shown_png(e) != png
+
+    e.layer.value = 1
+    assert e.figure.axes[0].get_title() == "layer 1, head 3"
+
+    e.head.value = "all"
+    assert sum(1 for ax in e.figure.axes if ax.get_title().startswith("head ")) == 4
+
+    e.view.value = "head view"
+    assert e.figure.axes[0].get_title().startswith("layer 1")
+    assert len(e.figure.axes[0].collections) == 4  # one LineCollection per head
+
+    e.head.value = 2
+    assert len(e.figure.axes[0].collections) == 1
+
+    e.view.value = "model view"
+    assert len(e.figure.axes) == 2 * 4
+
+    e.view.value = "heatmap"
+    e.text.value = "banks and rivers"
+    labels = [t.get_text() for t in e.figure.axes[0].get_xticklabels()]
+    assert "rivers" in labels and "cat" not in labels
+    e.text_pair.value = ""
+    assert e.sentence_b_start is None and e.tokens[-1] == "[SEP]"
+    assert repr(e).startswith("AttentionExplorer(2 layers x 4 heads, ")
+    bundle = e._repr_mimebundle_()
+    assert bundle["text/plain"] == repr(e)
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_explorer_takes_minibert_and_hugging_face_tokenizers(tiny_model_and_tokenizer):
+    from minibert.assets import path
+    from minibert.tokenization import BertTokenizer
+
+    model, hf_tokenizer = tiny_model_and_tokenizer
+    ours = BertTokenizer.from_pretrained(path("minilm"))
+    a = viz.explore(model, ours, "Attention is all you need.", "Or is it?")
+    b = viz.explore(model, hf_tokenizer, "Attention is all you need.", "Or is it?")
+    assert a.tokens == b.tokens
+    for x, y in zip(a.attentions, b.attentions, strict=True):
+        torch.testing.assert_close(x, y)
+
+
+def test_explorer_refuses_empty_text(tiny_model_and_tokenizer):
+    model, tokenizer = tiny_model_and_tokenizer
+    with pytest.raises(ValueError, match="text must be a non-empty string"):
+        viz.explore(model, tokenizer, "  ")
