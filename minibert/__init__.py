@@ -20,6 +20,7 @@ _EXPORTS: dict[str, str] = {
     "default_device": "utils",
     # lesson 1: tokens and segments
     "BertTokenizer": "tokenization",
+    "BasicTokenizer": "tokenization",
     "Encoding": "tokenization",
     "train_wordpiece": "tokenization",
     "wordpiece_tokenize": "tokenization",
