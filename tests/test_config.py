@@ -61,7 +61,9 @@ def test_invalid_values_raise_naming_the_field(field, value):
 
 
 def test_hidden_size_must_divide_into_heads():
-    with pytest.raises(ValueError, match=r"hidden_size \(100\) must be divisible by num_heads \(3\)"):
+    with pytest.raises(
+        ValueError, match=r"hidden_size \(100\) must be divisible by num_heads \(3\)"
+    ):
         BertConfig(hidden_size=100, num_heads=3)
 
 

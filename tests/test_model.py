@@ -122,9 +122,7 @@ def test_pretraining_logits_and_losses_equal_transformers(pair):
 
 def test_minibert_saved_loads_into_transformers_with_equal_outputs(tmp_path):
     torch.manual_seed(3)
-    cfg = BertConfig(
-        vocab_size=90, hidden_size=36, num_layers=2, num_heads=6, intermediate_size=50
-    )
+    cfg = BertConfig(vocab_size=90, hidden_size=36, num_layers=2, num_heads=6, intermediate_size=50)
     ours = BertForPreTraining(cfg).eval()
     ours.save_pretrained(tmp_path)
     theirs, info = transformers.BertForPreTraining.from_pretrained(
@@ -186,7 +184,9 @@ def test_real_minilm_sentence_embeddings_equal_sentence_transformers(minilm):
     folder, tokenizer, ours = minilm
     reference = SentenceTransformer(str(folder), device="cpu", local_files_only=True)
     expected = torch.as_tensor(reference.encode(SENTENCES))  # (3, 384), unit length
-    inputs = tokenizer(SENTENCES, padding=True, truncation=True, max_length=256, return_tensors="pt")
+    inputs = tokenizer(
+        SENTENCES, padding=True, truncation=True, max_length=256, return_tensors="pt"
+    )
     with torch.no_grad():
         hidden = ours(inputs["input_ids"], None, inputs["attention_mask"]).last_hidden_state
     weights = inputs["attention_mask"].unsqueeze(-1).float()  # (batch, seq, 1)

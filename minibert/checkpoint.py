@@ -1,0 +1,297 @@
+"""Load and save BERT checkpoints in Hugging Face's layout, with one explicit table of names.
+
+A Hugging Face BERT folder holds ``config.json`` and ``model.safetensors`` (older ones:
+``pytorch_model.bin``). minibert names its parameters its own way (``encoder.layers.0.ffn_in``
+instead of ``encoder.layer.0.intermediate.dense``); ``NAMES`` below is the whole translation, and
+reading it is a tour of BERT's parameters. Loading accepts the BertModel, BertForPreTraining,
+BertForMaskedLM, classification and sentence-transformers layouts, float32, float16 or bfloat16
+weights, and never touches the network. Saving writes a folder ``transformers`` loads with no
+missing or unexpected keys; each file is written to a temporary name and then renamed, so an
+interrupted save never leaves a broken checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import torch
+from torch import Tensor
+
+from minibert.config import BertConfig
+from minibert.model import BertModel, BertPreTrainedModel
+
+# minibert name -> Hugging Face name. "{i}" stands for the layer index. The encoder's names are
+# BertModel's; inside the task models both sides carry the prefix "bert.". The heads' names are
+# the same in every task model that has them.
+NAMES: tuple[tuple[str, str], ...] = (
+    # embeddings: three tables, summed, then LayerNorm
+    ("embeddings.word_embeddings.weight", "embeddings.word_embeddings.weight"),
+    ("embeddings.position_embeddings.weight", "embeddings.position_embeddings.weight"),
+    ("embeddings.token_type_embeddings.weight", "embeddings.token_type_embeddings.weight"),
+    ("embeddings.layer_norm.weight", "embeddings.LayerNorm.weight"),
+    ("embeddings.layer_norm.bias", "embeddings.LayerNorm.bias"),
+    # one encoder layer: self-attention ...
+    ("encoder.layers.{i}.attention.query.weight", "encoder.layer.{i}.attention.self.query.weight"),
+    ("encoder.layers.{i}.attention.query.bias", "encoder.layer.{i}.attention.self.query.bias"),
+    ("encoder.layers.{i}.attention.key.weight", "encoder.layer.{i}.attention.self.key.weight"),
+    ("encoder.layers.{i}.attention.key.bias", "encoder.layer.{i}.attention.self.key.bias"),
+    ("encoder.layers.{i}.attention.value.weight", "encoder.layer.{i}.attention.self.value.weight"),
+    ("encoder.layers.{i}.attention.value.bias", "encoder.layer.{i}.attention.self.value.bias"),
+    (
+        "encoder.layers.{i}.attention.output.weight",
+        "encoder.layer.{i}.attention.output.dense.weight",
+    ),
+    ("encoder.layers.{i}.attention.output.bias", "encoder.layer.{i}.attention.output.dense.bias"),
+    # ... add & norm ...
+    (
+        "encoder.layers.{i}.attention_norm.weight",
+        "encoder.layer.{i}.attention.output.LayerNorm.weight",
+    ),
+    ("encoder.layers.{i}.attention_norm.bias", "encoder.layer.{i}.attention.output.LayerNorm.bias"),
+    # ... feed-forward ...
+    ("encoder.layers.{i}.ffn_in.weight", "encoder.layer.{i}.intermediate.dense.weight"),
+    ("encoder.layers.{i}.ffn_in.bias", "encoder.layer.{i}.intermediate.dense.bias"),
+    ("encoder.layers.{i}.ffn_out.weight", "encoder.layer.{i}.output.dense.weight"),
+    ("encoder.layers.{i}.ffn_out.bias", "encoder.layer.{i}.output.dense.bias"),
+    # ... add & norm
+    ("encoder.layers.{i}.ffn_norm.weight", "encoder.layer.{i}.output.LayerNorm.weight"),
+    ("encoder.layers.{i}.ffn_norm.bias", "encoder.layer.{i}.output.LayerNorm.bias"),
+    # pooler: dense + tanh on [CLS]
+    ("pooler.dense.weight", "pooler.dense.weight"),
+    ("pooler.dense.bias", "pooler.dense.bias"),
+    # masked language model head (its decoder matrix is the word embeddings, tied)
+    ("mlm.dense.weight", "cls.predictions.transform.dense.weight"),
+    ("mlm.dense.bias", "cls.predictions.transform.dense.bias"),
+    ("mlm.layer_norm.weight", "cls.predictions.transform.LayerNorm.weight"),
+    ("mlm.layer_norm.bias", "cls.predictions.transform.LayerNorm.bias"),
+    ("mlm.decoder.bias", "cls.predictions.bias"),
+    # next sentence prediction head
+    ("nsp.classifier.weight", "cls.seq_relationship.weight"),
+    ("nsp.classifier.bias", "cls.seq_relationship.bias"),
+    # fine-tuning classifier (sequence or token classification)
+    ("classifier.weight", "classifier.weight"),
+    ("classifier.bias", "classifier.bias"),
+)
+HEADS = ("mlm.", "nsp.", "classifier.")  # minibert prefixes of the names outside the encoder
+TIED = {"mlm.decoder.weight": "embeddings.word_embeddings.weight"}  # one matrix, stored once
+# Hugging Face entries that are not parameters of ours: a buffer, and copies of tied parameters
+HF_COPIES = {
+    "embeddings.position_ids": None,
+    "cls.predictions.decoder.weight": "embeddings.word_embeddings.weight",
+    "cls.predictions.decoder.bias": "cls.predictions.bias",
+}
+NEW_HEADS_OK = ("classifier.",)  # a fine-tuning head may start from random weights
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+ST_TRANSFORMER = "sentence_transformers.models.Transformer"
+
+
+def _expand(pattern: str, num_layers: int) -> list[str]:
+    """One pattern of NAMES -> its names, one per layer when it contains {i}."""
+    if "{i}" not in pattern:
+        return [pattern]
+    return [pattern.format(i=i) for i in range(num_layers)]
+
+
+def name_table(num_layers: int) -> dict[str, str]:
+    """Every minibert name of a num_layers model (BertModel naming) -> its Hugging Face name."""
+    table = {}
+    for ours, theirs in NAMES:
+        table.update(zip(_expand(ours, num_layers), _expand(theirs, num_layers), strict=True))
+    return table
+
+
+def _split(name: str) -> tuple[str, str]:
+    """A task model's name -> ("bert.", encoder name) or ("", head name); BertModel: ("", name)."""
+    if name.startswith("bert."):
+        return "bert.", name[len("bert.") :]
+    return "", name
+
+
+def to_hf_names(state: dict[str, Tensor], num_layers: int) -> dict[str, Tensor]:
+    """A minibert state dict -> Hugging Face names, the tied decoder matrix left out."""
+    table = name_table(num_layers)
+    out = {}
+    for name, tensor in state.items():
+        prefix, rest = _split(name)
+        if rest in TIED:
+            continue
+        if rest not in table:
+            raise KeyError(f"no Hugging Face name for minibert parameter {name!r}; extend NAMES.")
+        out[prefix + table[rest]] = tensor
+    return out
+
+
+def from_hf_names(state: dict[str, Tensor], num_layers: int) -> tuple[dict[str, Tensor], list[str]]:
+    """Hugging Face state dict -> (minibert names with "bert." on encoder names, unknown keys).
+
+    Accepts both layouts (with and without "bert."), old LayerNorm names (gamma, beta), and
+    drops the entries of HF_COPIES after checking that each copy equals its original.
+    """
+    reverse = {theirs: ours for ours, theirs in name_table(num_layers).items()}
+    renamed = {}
+    for name, tensor in state.items():
+        if name.endswith(("LayerNorm.gamma", "LayerNorm.beta")):  # TF-era checkpoints
+            name = name.replace("LayerNorm.gamma", "LayerNorm.weight")
+            name = name.replace("LayerNorm.beta", "LayerNorm.bias")
+        prefix, rest = _split(name)
+        renamed[rest] = (prefix, tensor)
+    out, unknown = {}, []
+    for rest, (prefix, tensor) in renamed.items():
+        if rest in HF_COPIES:
+            original = renamed.get(HF_COPIES[rest]) if HF_COPIES[rest] else None
+            if original is not None and not torch.equal(original[1].float(), tensor.float()):
+                raise ValueError(
+                    f"checkpoint entry {prefix + rest!r} differs from {HF_COPIES[rest]!r}; minibert "
+                    f"ties them (one matrix), so this checkpoint cannot be represented."
+                )
+            continue
+        if rest not in reverse:
+            unknown.append(prefix + rest)
+            continue
+        ours = reverse[rest]
+        out[ours if ours.startswith(HEADS) else "bert." + ours] = tensor
+    return out, sorted(unknown)
+
+
+# --- reading a folder --------------------------------------------------------------------------
+
+
+def resolve_folder(path: str | Path) -> Path:
+    """The folder holding config.json and the weights (a sentence-transformers folder: its module 0)."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise FileNotFoundError(
+            f"no checkpoint folder at {folder}; pass a folder with config.json and "
+            f"model.safetensors (for the course's MiniLM: minibert.assets.path('minilm'))."
+        )
+    if (folder / "config.json").is_file():
+        return folder
+    modules = folder / "modules.json"
+    if modules.is_file():
+        for module in json.loads(modules.read_text(encoding="utf-8")):
+            if module.get("type") == ST_TRANSFORMER:
+                return resolve_folder(folder / module.get("path", ""))
+    raise FileNotFoundError(
+        f"{folder} holds no config.json (nor a sentence-transformers modules.json pointing to "
+        f"one); it is not a Hugging Face BERT checkpoint."
+    )
+
+
+def _read_file(file: Path) -> dict[str, Tensor]:
+    if file.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        return load_file(str(file))
+    return torch.load(file, map_location="cpu", weights_only=True)  # never unpickle code
+
+
+def read_weights(folder: Path) -> dict[str, Tensor]:
+    """All tensors of a checkpoint folder: safetensors (one file or sharded) or a .bin."""
+    for name in WEIGHT_FILES:
+        file = folder / name
+        if not file.is_file():
+            continue
+        if name.endswith(".index.json"):
+            shards = sorted(
+                set(json.loads(file.read_text(encoding="utf-8"))["weight_map"].values())
+            )
+            state = {}
+            for shard in shards:
+                state.update(_read_file(folder / shard))
+            return state
+        return _read_file(file)
+    raise FileNotFoundError(f"{folder} holds none of {list(WEIGHT_FILES)}; nothing to load.")
+
+
+def _list(keys: list[str], limit: int = 20) -> str:
+    shown = ", ".join(keys[:limit])
+    return shown + (f", ... ({len(keys) - limit} more)" if len(keys) > limit else "")
+
+
+Model = TypeVar("Model", bound=BertPreTrainedModel)
+
+
+def load_pretrained(cls: type[Model], path: str | Path) -> Model:
+    """Build `cls` from a Hugging Face BERT folder; mismatched keys or shapes raise, listing them.
+
+    Heads that the checkpoint has and `cls` does not (a pretraining checkpoint loaded into
+    BertModel) are left out; a fine-tuning classifier missing from the checkpoint starts from
+    random weights. Both lists are kept in ``model.loading_info``.
+    """
+    folder = resolve_folder(path)
+    config = BertConfig.from_hf_config(folder / "config.json")
+    theirs, unknown = from_hf_names(read_weights(folder), config.num_layers)
+    if unknown:
+        raise ValueError(
+            f"unexpected keys in {folder.name}, not part of a BERT with {config.num_layers} layers "
+            f"(does config.json match the weights?): {_list(unknown)}"
+        )
+    model = cls(config)
+    own = {n: p for n, p in model.state_dict().items() if _split(n)[1] not in TIED}
+    bare = isinstance(model, BertModel)  # BertModel's names have no "bert." prefix
+    if bare:
+        theirs = {n.removeprefix("bert."): t for n, t in theirs.items()}
+    ignored = sorted(n for n in theirs if n not in own)
+    missing = sorted(n for n in own if n not in theirs)
+    new_heads = [n for n in missing if n.startswith(NEW_HEADS_OK)]
+    missing = [n for n in missing if not n.startswith(NEW_HEADS_OK)]
+    if missing:
+        raise ValueError(
+            f"missing keys: {cls.__name__} needs parameters that {folder.name} does not hold: "
+            f"{_list(missing)}"
+        )
+    misfits = [
+        f"{n} (model {tuple(own[n].shape)}, checkpoint {tuple(theirs[n].shape)})"
+        for n in own
+        if n in theirs and own[n].shape != theirs[n].shape
+    ]
+    if misfits:
+        raise ValueError(
+            f"config.json does not match the weights in {folder.name}; shapes differ for: "
+            f"{_list(misfits)}"
+        )
+    kept = {n: theirs[n].to(own[n].dtype) for n in own if n in theirs}  # fp16/bf16 -> fp32
+    model.load_state_dict(kept, strict=False)  # the tied decoder follows the embeddings
+    model.loading_info = {"ignored": ignored, "newly_initialized": new_heads}
+    return model
+
+
+# --- writing a folder --------------------------------------------------------------------------
+
+
+def _atomic_write(target: Path, write: Callable[[str], None]) -> None:
+    """Call write(temporary path) in target's folder, then rename it to target in one step."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_pretrained(model: BertPreTrainedModel, path: str | Path) -> None:
+    """Write config.json and model.safetensors with Hugging Face names into the folder `path`."""
+    from safetensors.torch import save_file
+
+    folder = Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    state = to_hf_names(model.state_dict(), model.config.num_layers)
+    tensors = {n: t.detach().to("cpu").contiguous() for n, t in state.items()}
+    config = model.config.to_hf_config()
+    config["architectures"] = [type(model).__name__]
+    config["tie_word_embeddings"] = True
+
+    def write_config(tmp: str) -> None:
+        Path(tmp).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+    _atomic_write(
+        folder / "model.safetensors", lambda tmp: save_file(tensors, tmp, {"format": "pt"})
+    )
+    _atomic_write(folder / "config.json", write_config)

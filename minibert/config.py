@@ -1,0 +1,235 @@
+"""BertConfig: the sizes of a BERT model, checked when made, with the presets of Google's BERTs.
+
+The BERT paper (Devlin et al. 2019, section 3) names a model by L (layers), H (hidden size) and
+A (attention heads), with a feed-forward size of 4H. Google later released smaller BERTs (Turc et
+al. 2019, "Well-Read Students Learn Better"): tiny 2/128, mini 4/256, small 4/512, medium 8/512.
+
+A config converts to and from a Hugging Face ``config.json`` dict, so any BERT checkpoint's
+sizes can be read and a minibert model saved in a form ``transformers`` loads.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+# name -> (num_layers, hidden_size, num_heads); intermediate_size is 4 * hidden_size
+PRESETS: dict[str, tuple[int, int, int]] = {
+    "tiny": (2, 128, 2),
+    "mini": (4, 256, 4),
+    "small": (4, 512, 8),
+    "medium": (8, 512, 8),
+    "base": (12, 768, 12),
+}
+
+ACTIVATIONS = ("gelu", "gelu_new", "relu")  # exact GELU (BERT), tanh-approximate GELU, ReLU (d2l)
+
+
+@dataclass
+class BertConfig:
+    """Sizes and regularisation of a BERT model; the defaults are bert-base-uncased's."""
+
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_layers: int = 12
+    num_heads: int = 12
+    intermediate_size: int = 3072
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    hidden_dropout: float = 0.1
+    attention_dropout: float = 0.1
+    layer_norm_eps: float = 1e-12
+    activation: str = "gelu"
+    initializer_range: float = 0.02
+    num_labels: int = 2  # outputs of the classification heads (fine-tuning)
+
+    def __post_init__(self) -> None:
+        for name in (
+            "vocab_size",
+            "hidden_size",
+            "num_layers",
+            "num_heads",
+            "intermediate_size",
+            "max_position_embeddings",
+            "type_vocab_size",
+            "num_labels",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}.")
+        if self.hidden_size % self.num_heads != 0:
+            raise ValueError(
+                f"hidden_size ({self.hidden_size}) must be divisible by num_heads "
+                f"({self.num_heads}), so that every head gets hidden_size / num_heads dimensions; "
+                f"choose num_heads among the divisors of {self.hidden_size}."
+            )
+        for name in ("hidden_dropout", "attention_dropout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+                raise ValueError(f"{name} must be a probability in [0, 1), got {value!r}.")
+        for name in ("layer_norm_eps", "initializer_range"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ValueError(f"{name} must be a positive number, got {value!r}.")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(
+                f"activation must be one of {ACTIVATIONS} ('gelu' is BERT's exact GELU), "
+                f"got {self.activation!r}."
+            )
+
+    @property
+    def head_dim(self) -> int:
+        """Dimensions per attention head: hidden_size / num_heads."""
+        return self.hidden_size // self.num_heads
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> BertConfig:
+        """A named size (tiny, mini, small, medium, base); keyword arguments override fields."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}.")
+        layers, hidden, heads = PRESETS[name]
+        sizes = dict(
+            num_layers=layers, hidden_size=hidden, num_heads=heads, intermediate_size=4 * hidden
+        )
+        return cls.from_dict({**sizes, **overrides})
+
+    def replace(self, **changes: Any) -> BertConfig:
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    def check_inputs(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+    ) -> None:
+        """Raise a ValueError unless these (batch, seq) inputs fit a model of this config."""
+        if (
+            not isinstance(input_ids, torch.Tensor)
+            or input_ids.dim() != 2
+            or not input_ids.shape[1]
+        ):
+            got = tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids)
+            raise ValueError(
+                f"input_ids must be a tensor of shape (batch, seq) with seq >= 1, got {got}; "
+                f"for a single sequence use input_ids.unsqueeze(0)."
+            )
+        if input_ids.shape[1] > self.max_position_embeddings:
+            raise ValueError(
+                f"sequences of at most max_position_embeddings={self.max_position_embeddings} "
+                f"tokens fit this model, got {input_ids.shape[1]}; truncate them (truncation=True)."
+            )
+        for name, t, size in (
+            ("input_ids", input_ids, self.vocab_size),
+            ("token_type_ids", token_type_ids, self.type_vocab_size),
+            ("attention_mask", attention_mask, 2),
+        ):
+            if t is None:
+                continue
+            if not isinstance(t, torch.Tensor) or t.shape != input_ids.shape:
+                got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t)
+                raise ValueError(
+                    f"{name} must have the shape of input_ids {tuple(input_ids.shape)}, got {got}."
+                )
+            if name != "attention_mask" and (t.is_floating_point() or t.is_complex()):
+                raise ValueError(f"{name} must hold integer ids (torch.long), got {t.dtype}.")
+            low, high = int(t.min()), int(t.max())
+            if low < 0 or high >= size:
+                raise ValueError(
+                    f"{name} must lie in [0, {size}) for this config, got values from {low} to "
+                    f"{high}; check that the tokenizer's vocabulary matches the model."
+                )
+
+    # --- plain dicts (minibert's own names) ----------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """All fields as a JSON-ready dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BertConfig:
+        """The inverse of to_dict; unknown keys raise a ValueError naming them."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(
+                f"unknown BertConfig field(s) {unknown}; the fields are {sorted(known)}. "
+                f"For a Hugging Face config.json use BertConfig.from_hf_config."
+            )
+        return cls(**d)
+
+    # --- Hugging Face config.json --------------------------------------------------------------
+
+    def to_hf_config(self) -> dict[str, Any]:
+        """This config as the dict of a Hugging Face BERT ``config.json``."""
+        return {
+            "architectures": ["BertModel"],
+            "model_type": "bert",
+            "vocab_size": self.vocab_size,
+            "hidden_size": self.hidden_size,
+            "num_hidden_layers": self.num_layers,
+            "num_attention_heads": self.num_heads,
+            "intermediate_size": self.intermediate_size,
+            "max_position_embeddings": self.max_position_embeddings,
+            "type_vocab_size": self.type_vocab_size,
+            "hidden_dropout_prob": self.hidden_dropout,
+            "attention_probs_dropout_prob": self.attention_dropout,
+            "layer_norm_eps": self.layer_norm_eps,
+            "hidden_act": self.activation,
+            "initializer_range": self.initializer_range,
+            "id2label": {str(i): f"LABEL_{i}" for i in range(self.num_labels)},
+            "label2id": {f"LABEL_{i}": i for i in range(self.num_labels)},
+            "pad_token_id": 0,
+            "position_embedding_type": "absolute",
+            "is_decoder": False,
+        }
+
+    @classmethod
+    def from_hf_config(cls, source: dict[str, Any] | str | Path) -> BertConfig:
+        """Read a Hugging Face BERT ``config.json`` (a dict, the file, or its folder)."""
+        if isinstance(source, dict):
+            d = source
+        else:
+            path = Path(source)
+            if path.is_dir():
+                path = path / "config.json"
+            if not path.is_file():
+                raise FileNotFoundError(
+                    f"no config.json at {path}; pass a Hugging Face BERT folder or its config.json."
+                )
+            d = json.loads(path.read_text(encoding="utf-8"))
+        if d.get("model_type", "bert") != "bert":
+            raise ValueError(
+                f"expected a BERT config (model_type 'bert'), got model_type {d['model_type']!r}."
+            )
+        if d.get("position_embedding_type", "absolute") != "absolute":
+            raise ValueError(
+                "minibert implements BERT's learned absolute positions, got "
+                f"position_embedding_type {d['position_embedding_type']!r}."
+            )
+        if d.get("is_decoder", False):
+            raise ValueError("minibert is an encoder; this config has is_decoder=True.")
+        names = {  # Hugging Face name -> minibert name
+            "vocab_size": "vocab_size",
+            "hidden_size": "hidden_size",
+            "num_hidden_layers": "num_layers",
+            "num_attention_heads": "num_heads",
+            "intermediate_size": "intermediate_size",
+            "max_position_embeddings": "max_position_embeddings",
+            "type_vocab_size": "type_vocab_size",
+            "hidden_dropout_prob": "hidden_dropout",
+            "attention_probs_dropout_prob": "attention_dropout",
+            "layer_norm_eps": "layer_norm_eps",
+            "hidden_act": "activation",
+            "initializer_range": "initializer_range",
+        }
+        ours = {mine: d[theirs] for theirs, mine in names.items() if theirs in d}
+        if "id2label" in d:
+            ours["num_labels"] = len(d["id2label"])
+        elif "num_labels" in d:
+            ours["num_labels"] = d["num_labels"]
+        return cls(**ours)

@@ -1,0 +1,394 @@
+"""BERT, top to bottom: embeddings, post-LN encoder layers, pooler, and the heads of the paper.
+
+Devlin et al. 2019, "BERT: Pre-training of Deep Bidirectional Transformers for Language
+Understanding". Reading order follows the data: token ids become vectors (Embeddings), a stack of
+identical layers mixes them (EncoderLayer = attention, add & norm, feed-forward, add & norm), the
+[CLS] vector is pooled (Pooler), and small heads turn vectors into predictions (MaskedLMHead,
+NSPHead, classifiers). Outputs equal Hugging Face ``transformers.BertModel`` to 1e-5; parameter
+names are our own, and ``minibert.checkpoint`` maps them to Hugging Face's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import TypeVar
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from minibert.attention import MultiHeadSelfAttention
+from minibert.config import BertConfig
+
+IGNORE_INDEX = -100  # a label that takes no part in a loss, as in PyTorch and Hugging Face
+
+ACTIVATIONS = {  # the feed-forward nonlinearity; BERT uses the exact GELU, x * Phi(x)
+    "gelu": F.gelu,
+    "gelu_new": partial(F.gelu, approximate="tanh"),  # GPT-2's tanh approximation
+    "relu": F.relu,  # the original Transformer's (and d2l's BERT)
+}
+
+
+# --- the encoder -------------------------------------------------------------------------------
+
+
+class Embeddings(nn.Module):
+    """Token + segment + learned position embeddings, then LayerNorm and dropout (paper fig. 2)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor) -> Tensor:
+        """input_ids, token_type_ids (batch, seq) -> (batch, seq, hidden)."""
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)  # (seq,)
+        x = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
+        x = x + self.position_embeddings(positions)  # (batch, seq, hidden), positions broadcast
+        return self.dropout(self.layer_norm(x))
+
+
+class EncoderLayer(nn.Module):
+    """Post-LN Transformer layer: x = LN(x + drop(attn(x))); x = LN(x + drop(ffn(x)))."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        h = config.hidden_size
+        self.attention = MultiHeadSelfAttention(h, config.num_heads, config.attention_dropout)
+        self.attention_norm = nn.LayerNorm(h, eps=config.layer_norm_eps)
+        self.ffn_in = nn.Linear(h, config.intermediate_size)  # expand, usually 4 x hidden
+        self.ffn_out = nn.Linear(config.intermediate_size, h)  # project back
+        self.ffn_norm = nn.LayerNorm(h, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.activation = ACTIVATIONS[config.activation]
+
+    def forward(
+        self, x: Tensor, attention_mask: Tensor | None = None, output_attentions: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """x (batch, seq, hidden) -> (batch, seq, hidden), weights (batch, heads, seq, seq) or None."""
+        a, weights = self.attention(x, attention_mask, output_attentions)  # (batch, seq, hidden)
+        x = self.attention_norm(x + self.dropout(a))  # add & norm
+        f = self.ffn_out(self.activation(self.ffn_in(x)))  # (batch, seq, hidden)
+        x = self.ffn_norm(x + self.dropout(f))  # add & norm
+        return x, weights
+
+
+class Encoder(nn.Module):
+    """A stack of num_layers EncoderLayers; optionally keeps every layer's output and weights."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.num_layers))
+
+    def forward(
+        self,
+        x: Tensor,
+        attention_mask: Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> tuple[Tensor, tuple[Tensor, ...] | None, tuple[Tensor, ...] | None]:
+        """x (batch, seq, hidden) -> last, (input and each layer's output), (each layer's weights)."""
+        hidden_states, attentions = [x], []
+        for layer in self.layers:
+            x, weights = layer(x, attention_mask, output_attentions)  # (batch, seq, hidden)
+            hidden_states.append(x)
+            attentions.append(weights)
+        hidden_states = tuple(hidden_states) if output_hidden_states else None
+        return x, hidden_states, tuple(attentions) if output_attentions else None
+
+
+class Pooler(nn.Module):
+    """dense + tanh on the [CLS] vector: one vector for the whole input (used by NSP)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden: Tensor) -> Tensor:
+        """hidden (batch, seq, hidden) -> (batch, hidden), from position 0, the [CLS] token."""
+        return torch.tanh(self.dense(hidden[:, 0]))
+
+
+# --- the model, and loading and saving ---------------------------------------------------------
+
+
+@dataclass
+class BertModelOutput:
+    """What BertModel returns; the task models' outputs add their logits and losses to it."""
+
+    last_hidden_state: Tensor  # (batch, seq, hidden)
+    pooler_output: Tensor | None = None  # (batch, hidden); None without a pooler
+    hidden_states: tuple[Tensor, ...] | None = None  # embeddings, then each layer's output
+    attentions: tuple[Tensor, ...] | None = None  # one per layer, (batch, heads, seq, seq)
+
+
+Model = TypeVar("Model", bound="BertPreTrainedModel")
+
+
+class BertPreTrainedModel(nn.Module):
+    """What every model shares: BERT's initialisation, from_pretrained and save_pretrained."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+
+    def init_weights(self) -> None:
+        """Normal(0, initializer_range) weights, zero biases, unit LayerNorm, as BERT and HF."""
+        std = self.config.initializer_range
+        for module in self.modules():
+            if isinstance(module, nn.Linear | nn.Embedding):
+                nn.init.normal_(module.weight, mean=0.0, std=std)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+            if isinstance(module, nn.LayerNorm):
+                nn.init.ones_(module.weight)
+                nn.init.zeros_(module.bias)
+
+    @classmethod
+    def from_pretrained(cls: type[Model], path: str | Path) -> Model:
+        """Load a Hugging Face BERT folder (or one saved by save_pretrained), offline."""
+        from minibert.checkpoint import load_pretrained  # checkpoint imports this module
+
+        return load_pretrained(cls, path)
+
+    def save_pretrained(self, path: str | Path) -> None:
+        """Write config.json + model.safetensors that transformers' from_pretrained loads."""
+        from minibert.checkpoint import save_pretrained
+
+        save_pretrained(self, path)
+
+
+class BertModel(BertPreTrainedModel):
+    """The encoder: embeddings, num_layers encoder layers and (by default) the pooler."""
+
+    def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
+        super().__init__(config)
+        self.embeddings = Embeddings(config)
+        self.encoder = Encoder(config)
+        self.pooler = Pooler(config) if add_pooling_layer else None
+        self.init_weights()
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> BertModelOutput:
+        """input_ids, token_type_ids (0/1 segments), attention_mask (1 real, 0 pad): (batch, seq)."""
+        self.config.check_inputs(input_ids, token_type_ids, attention_mask)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)  # one segment, A
+        if attention_mask is not None and bool(attention_mask.all()):
+            attention_mask = None  # no padding: the same result, and the faster unmasked kernel
+        x = self.embeddings(input_ids, token_type_ids)  # (batch, seq, hidden)
+        x, hidden_states, attentions = self.encoder(
+            x, attention_mask, output_attentions, output_hidden_states
+        )
+        pooled = self.pooler(x) if self.pooler is not None else None  # (batch, hidden)
+        return BertModelOutput(x, pooled, hidden_states, attentions)
+
+
+# --- heads and losses --------------------------------------------------------------------------
+
+
+class MaskedLMHead(nn.Module):
+    """dense + activation + LayerNorm, then scores over the vocabulary with the tied embeddings."""
+
+    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
+        self.decoder.weight = word_embeddings.weight  # tied: input and output share one matrix
+        self.activation = ACTIVATIONS[config.activation]
+
+    def forward(self, hidden: Tensor) -> Tensor:
+        """hidden (batch, seq, hidden) -> logits (batch, seq, vocab)."""
+        return self.decoder(self.layer_norm(self.activation(self.dense(hidden))))
+
+
+class NSPHead(nn.Module):
+    """Next sentence prediction: the pooled [CLS] vector -> 2 logits (0 IsNext, 1 NotNext)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.classifier = nn.Linear(config.hidden_size, 2)
+
+    def forward(self, pooled: Tensor) -> Tensor:
+        """pooled (batch, hidden) -> logits (batch, 2)."""
+        return self.classifier(pooled)
+
+
+def labelled_loss(logits: Tensor, labels: Tensor, name: str = "labels") -> Tensor:
+    """Mean cross-entropy over the labels that are not IGNORE_INDEX (-100); 0 if all are ignored.
+
+    logits (..., num_classes), labels (...) of class ids; a wrong shape or id raises ValueError.
+    """
+    num_classes = logits.shape[-1]
+    if not isinstance(labels, Tensor) or labels.is_floating_point() or labels.is_complex():
+        raise TypeError(f"{name} must be a tensor of integer class ids, got {labels!r:.80}.")
+    if labels.shape != logits.shape[:-1]:
+        raise ValueError(
+            f"{name} must have shape {tuple(logits.shape[:-1])}, got {tuple(labels.shape)}."
+        )
+    bad = (labels != IGNORE_INDEX) & ((labels < 0) | (labels >= num_classes))
+    if bool(bad.any()):
+        raise ValueError(
+            f"{name} must lie in [0, {num_classes}) or be {IGNORE_INDEX} (ignored), got "
+            f"{labels[bad].unique().tolist()[:10]}."
+        )
+    if not bool((labels != IGNORE_INDEX).any()):
+        return logits.sum() * 0.0  # keeps the graph; PyTorch's mean would be 0 / 0 = NaN
+    logits, labels = logits.flatten(0, -2).float(), labels.flatten()  # (n, classes), (n,)
+    return F.cross_entropy(logits, labels, ignore_index=IGNORE_INDEX)
+
+
+@dataclass
+class BertForPreTrainingOutput(BertModelOutput):
+    """The encoder's outputs, both tasks' logits, and their losses when labels were given."""
+
+    mlm_logits: Tensor | None = None  # (batch, seq, vocab)
+    nsp_logits: Tensor | None = None  # (batch, 2)
+    loss: Tensor | None = None  # mlm_loss + nsp_loss (of those given labels)
+    mlm_loss: Tensor | None = None
+    nsp_loss: Tensor | None = None
+
+
+@dataclass
+class TaskOutput(BertModelOutput):
+    """The encoder's outputs, the head's logits, and the loss when labels were given.
+
+    logits: MLM (batch, seq, vocab); sequence (batch, num_labels); token (batch, seq, num_labels).
+    """
+
+    logits: Tensor | None = None
+    loss: Tensor | None = None
+
+
+# --- task models -------------------------------------------------------------------------------
+
+
+class BertForPreTraining(BertPreTrainedModel):
+    """BERT as pretrained: masked language model (MLM) + next sentence prediction (NSP)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.bert = BertModel(config)
+        self.mlm = MaskedLMHead(config, self.bert.embeddings.word_embeddings)
+        self.nsp = NSPHead(config)
+        self.init_weights()
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        mlm_labels: Tensor | None = None,
+        next_sentence_label: Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> BertForPreTrainingOutput:
+        """mlm_labels (batch, seq): the original id where masked, else -100; NSP labels (batch,)."""
+        out = self.bert(
+            input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states
+        )
+        mlm_logits = self.mlm(out.last_hidden_state)  # (batch, seq, vocab)
+        nsp_logits = self.nsp(out.pooler_output)  # (batch, 2)
+        result = BertForPreTrainingOutput(**vars(out), mlm_logits=mlm_logits, nsp_logits=nsp_logits)
+        if mlm_labels is not None:
+            result.mlm_loss = labelled_loss(mlm_logits, mlm_labels, "mlm_labels")
+        if next_sentence_label is not None:
+            result.nsp_loss = labelled_loss(nsp_logits, next_sentence_label, "next_sentence_label")
+        losses = [x for x in (result.mlm_loss, result.nsp_loss) if x is not None]
+        result.loss = sum(losses[1:], losses[0]) if losses else None  # MLM + NSP, as in the paper
+        return result
+
+
+class BertForMaskedLM(BertPreTrainedModel):
+    """The encoder (no pooler) and the masked language model head only."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.mlm = MaskedLMHead(config, self.bert.embeddings.word_embeddings)
+        self.init_weights()
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        labels: Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> TaskOutput:
+        """labels (batch, seq): the original id where masked, else -100 -> logits (batch, seq, vocab)."""
+        out = self.bert(
+            input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states
+        )
+        logits = self.mlm(out.last_hidden_state)  # (batch, seq, vocab)
+        loss = None if labels is None else labelled_loss(logits, labels)
+        return TaskOutput(**vars(out), logits=logits, loss=loss)
+
+
+class BertForSequenceClassification(BertPreTrainedModel):
+    """Fine-tuning for a label per input (sentiment, entailment): dropout + linear on the pooler."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.bert = BertModel(config)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.init_weights()
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        labels: Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> TaskOutput:
+        """labels (batch,) in [0, num_labels) -> logits (batch, num_labels) and the loss."""
+        out = self.bert(
+            input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states
+        )
+        logits = self.classifier(self.dropout(out.pooler_output))  # (batch, num_labels)
+        loss = None if labels is None else labelled_loss(logits, labels)
+        return TaskOutput(**vars(out), logits=logits, loss=loss)
+
+
+class BertForTokenClassification(BertPreTrainedModel):
+    """Fine-tuning for a label per token (tagging): dropout + linear on every hidden vector."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.init_weights()
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        labels: Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> TaskOutput:
+        """labels (batch, seq) in [0, num_labels), -100 where ignored -> logits (batch, seq, labels)."""
+        out = self.bert(
+            input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states
+        )
+        logits = self.classifier(self.dropout(out.last_hidden_state))  # (batch, seq, num_labels)
+        loss = None if labels is None else labelled_loss(logits, labels)
+        return TaskOutput(**vars(out), logits=logits, loss=loss)
