@@ -294,16 +294,25 @@ class BertForPreTraining(BertPreTrainedModel):
         next_sentence_label: Tensor | None = None,
         output_attentions: bool = False,
         output_hidden_states: bool = False,
+        sparse_mlm: bool = False,
     ) -> BertForPreTrainingOutput:
-        """mlm_labels (batch, seq): the original id where masked, else -100; NSP labels (batch,)."""
+        """mlm_labels (batch, seq): the original id where masked, else -100; NSP labels (batch,).
+
+        sparse_mlm scores only the labelled positions: mlm_logits is then (n_labelled, vocab),
+        the loss is the same, and pretraining is faster (the vocabulary projection is costly).
+        """
         out = self.bert(
             input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states
         )
-        mlm_logits = self.mlm(out.last_hidden_state)  # (batch, seq, vocab)
+        hidden, labels = out.last_hidden_state, mlm_labels  # (batch, seq, hidden), (batch, seq)
+        if sparse_mlm and mlm_labels is not None:
+            keep = mlm_labels != IGNORE_INDEX
+            hidden, labels = hidden[keep], mlm_labels[keep]  # (n_labelled, hidden), (n_labelled,)
+        mlm_logits = self.mlm(hidden)  # (batch, seq, vocab), or (n_labelled, vocab)
         nsp_logits = self.nsp(out.pooler_output)  # (batch, 2)
         result = BertForPreTrainingOutput(**vars(out), mlm_logits=mlm_logits, nsp_logits=nsp_logits)
         if mlm_labels is not None:
-            result.mlm_loss = labelled_loss(mlm_logits, mlm_labels, "mlm_labels")
+            result.mlm_loss = labelled_loss(mlm_logits, labels, "mlm_labels")
         if next_sentence_label is not None:
             result.nsp_loss = labelled_loss(nsp_logits, next_sentence_label, "next_sentence_label")
         losses = [x for x in (result.mlm_loss, result.nsp_loss) if x is not None]

@@ -147,8 +147,13 @@ def train(
     progress: bool = True,
     live: bool = False,
     on_eval: Callable[[list[dict]], None] | None = None,
+    forward_kwargs: dict[str, Any] | None = None,
 ) -> list[dict[str, float]]:
-    """Train `model` for `steps` optimizer steps; return the history (one dict per logged step)."""
+    """Train `model` for `steps` optimizer steps; return the history (one dict per logged step).
+
+    forward_kwargs are extra arguments for the model in training steps (not in evaluation),
+    e.g. {"sparse_mlm": True} for BertForPreTraining.
+    """
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
     if batch_size < 1 or grad_accum_steps < 1:
@@ -226,7 +231,7 @@ def train(
                 order = _batch_order(len(train_data), epoch, seed)
                 items = [train_data[i] for i in order[offset : offset + batch_size]]
                 batch = _to_device(collate_fn(items) if collate_fn else items, device)
-                loss = model(**batch).loss / grad_accum_steps
+                loss = model(**batch, **(forward_kwargs or {})).loss / grad_accum_steps
                 if not torch.isfinite(loss):
                     raise TrainingError(
                         f"the loss became {loss.item()} at step {step + 1}; lower the learning "

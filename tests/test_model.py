@@ -416,3 +416,35 @@ def test_public_names():
     assert minibert.BertModel is BertModel
     assert minibert.BertConfig is BertConfig
     assert minibert.BertForPreTraining is BertForPreTraining
+
+
+def test_sparse_mlm_gives_the_same_loss_and_gradients():
+    # pretraining scores only the masked positions; the loss and every gradient stay the same
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=50,
+        hidden_size=16,
+        num_layers=2,
+        num_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+    )
+    model = BertForPreTraining(config)
+    ids = torch.randint(5, 50, (3, 10))
+    labels = torch.full((3, 10), -100)
+    labels[:, 2] = ids[:, 2]
+    labels[1, 5] = ids[1, 5]
+    nsp = torch.tensor([0, 1, 0])
+    results = []
+    for sparse in (False, True):
+        model.zero_grad()
+        out = model(ids, mlm_labels=labels, next_sentence_label=nsp, sparse_mlm=sparse)
+        out.loss.backward()
+        grads = [p.grad.clone() for p in model.parameters()]
+        results.append((out.mlm_loss.detach(), grads, out.mlm_logits.shape))
+    torch.testing.assert_close(results[0][0], results[1][0])
+    for full, sparse in zip(results[0][1], results[1][1]):
+        torch.testing.assert_close(full, sparse, atol=1e-6, rtol=1e-5)
+    assert results[0][2] == (3, 10, 50) and results[1][2] == (4, 50)
