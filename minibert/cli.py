@@ -83,20 +83,16 @@ def _pretrain(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     tok.save_pretrained(out)
     train_docs = pretraining.tokenize_documents(train_articles, tok)
-    eval_docs = pretraining.tokenize_documents(heldout_articles, tok)
     nsp = not args.mlm_only
     train_examples = pretraining.create_examples(
         train_docs, args.max_len, nsp=nsp, dupe_factor=args.dupe_factor, seed=args.seed
-    )
-    eval_examples = pretraining.create_examples(
-        eval_docs, args.max_len, nsp=nsp, seed=args.seed + 1
     )
     data_kwargs = dict(whole_word=args.whole_word, max_predictions=args.max_predictions)
     train_data = pretraining.PretrainingDataset.from_tokenizer(
         train_examples, tok, dynamic=not args.static_masking, seed=args.seed, **data_kwargs
     )
-    eval_data = pretraining.PretrainingDataset.from_tokenizer(
-        eval_examples, tok, dynamic=False, seed=args.seed + 1, **data_kwargs
+    eval_data = pretraining.heldout_dataset(
+        heldout_articles, tok, args.max_len, nsp=nsp, seed=args.seed + 1, **data_kwargs
     )
     print(
         f"examples: {len(train_data):,} training, {len(eval_data):,} held-out (max_len {args.max_len})"

@@ -22,6 +22,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -30,8 +31,10 @@ __all__ = [
     "PretrainingDataset",
     "PretrainingExample",
     "collate",
+    "course_checkpoint",
     "create_examples",
     "fill_mask",
+    "heldout_dataset",
     "mask_tokens",
     "tokenize_documents",
     "truncate_pair",
@@ -329,6 +332,40 @@ def tokenize_documents(articles: Sequence, tokenizer) -> list[list[list[int]]]:
         ]
         documents.append([s for s in sentences if s])
     return documents
+
+
+def heldout_dataset(
+    articles: Sequence,
+    tokenizer,
+    max_len: int = 128,
+    nsp: bool = True,
+    seed: int = 1,
+    whole_word: bool = False,
+    max_predictions: int | None = None,
+) -> PretrainingDataset:
+    """Held-out examples with one fixed (static) mask, so every scoring sees the same tokens."""
+    documents = tokenize_documents(articles, tokenizer)
+    examples = create_examples(documents, max_len, nsp=nsp, seed=seed)
+    return PretrainingDataset.from_tokenizer(
+        examples,
+        tokenizer,
+        whole_word=whole_word,
+        max_predictions=max_predictions,
+        dynamic=False,
+        seed=seed,
+    )
+
+
+def course_checkpoint() -> Path:
+    """The folder of the course checkpoint (data/course_checkpoint in the course repository)."""
+    folder = Path(__file__).resolve().parent.parent / "data" / "course_checkpoint"
+    if not (folder / "model.safetensors").is_file():
+        raise FileNotFoundError(
+            f"no course checkpoint in {folder}; it is committed in the course repository "
+            "(run from a checkout), and data/course_checkpoint/README.md gives the command "
+            "that re-creates it"
+        )
+    return folder
 
 
 @torch.no_grad()

@@ -76,6 +76,7 @@ def evaluate(
     was_training = model.training
     model.eval()
     loss_sum, batches = 0.0, 0
+    part_sums: dict[str, float] = {}
     hits: dict[str, int] = {}
     counts: dict[str, int] = {}
     heads = (
@@ -91,6 +92,9 @@ def evaluate(
         out = model(**batch)
         if out.loss is not None:
             loss_sum += float(out.loss)
+        for part in ("mlm_loss", "nsp_loss"):  # the two pretraining losses, when there are two
+            if getattr(out, part, None) is not None:
+                part_sums[part] = part_sums.get(part, 0.0) + float(getattr(out, part))
         batches += 1
         for prefix, logits_name, labels_name in heads:
             logits = getattr(out, logits_name, None)
@@ -103,6 +107,7 @@ def evaluate(
             counts[name] = counts.get(name, 0) + int(keep.sum())
     model.train(was_training)
     metrics = {"loss": loss_sum / max(1, batches)}
+    metrics.update({part: total / max(1, batches) for part, total in part_sums.items()})
     metrics.update({name: hits[name] / counts[name] for name in hits if counts[name]})
     return metrics
 

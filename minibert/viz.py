@@ -700,3 +700,59 @@ class LiveCurves:
 
         if self.fig is not None:
             plt.close(self.fig)
+
+
+_MASKING_COLOURS = {  # what happened to a token -> (face colour, legend label)
+    "unchanged": ("#eeeeee", "not chosen"),
+    "mask": ("#d62728", "chosen: [MASK] (80%)"),
+    "random": ("#ff7f0e", "chosen: random token (10%)"),
+    "kept": ("#2ca02c", "chosen: kept (10%)"),
+}
+
+
+def masking_view(
+    original: Sequence[str], masked: Sequence[str], chosen: Sequence[bool], width: int = 12
+) -> Figure:
+    """Tokens as coloured boxes: what BERT's masking did to each (rows of `width` tokens)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    if not len(original) == len(masked) == len(chosen):
+        raise ValueError(
+            f"original, masked and chosen must have one entry per token, got lengths "
+            f"{len(original)}, {len(masked)}, {len(chosen)}"
+        )
+    if width < 1:
+        raise ValueError(f"width must be at least 1, got {width}")
+    rows = max(1, -(-len(original) // width))
+    fig, ax = plt.subplots(figsize=(1.05 * width, 0.75 * rows + 0.9))
+    for i, (before, after, picked) in enumerate(zip(original, masked, chosen)):
+        kind = "unchanged"
+        if picked:
+            kind = "mask" if after == "[MASK]" else "kept" if after == before else "random"
+        label = after if after == before else f"{after}\n({before})"
+        row, col = divmod(i, width)
+        ax.text(
+            col + 0.5,
+            -row,
+            label,
+            ha="center",
+            va="center",
+            fontsize=8,
+            parse_math=False,
+            bbox={"boxstyle": "round,pad=0.3", "fc": _MASKING_COLOURS[kind][0], "ec": "none"},
+        )
+    ax.set_xlim(0, width)
+    ax.set_ylim(-rows + 0.4, 0.6)
+    ax.axis("off")
+    handles = [Patch(color=c, label=name) for c, name in _MASKING_COLOURS.values()]
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=4,
+        fontsize=8,
+        frameon=False,
+    )
+    fig.tight_layout()
+    return fig

@@ -292,7 +292,8 @@ def test_evaluate_counts_only_labelled_positions(data):
     _, eval_data = data
     model = tiny_model()
     metrics = evaluate(model, eval_data, batch_size=4, collate_fn=P.collate)
-    assert set(metrics) == {"loss", "mlm_accuracy", "nsp_accuracy"}
+    assert set(metrics) == {"loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy"}
+    assert metrics["loss"] == pytest.approx(metrics["mlm_loss"] + metrics["nsp_loss"])
     assert model.training  # evaluate restores the mode it found
 
 
