@@ -100,7 +100,10 @@ def _pretrain(args: argparse.Namespace) -> int:
     config = BertConfig.preset(
         args.preset, vocab_size=len(tok.vocab), max_position_embeddings=max(args.max_len, 128)
     )
-    model = BertForPreTraining(config)
+    # --dropout applies while pretraining; the saved config keeps the preset's for fine-tuning
+    model = BertForPreTraining(
+        config.replace(hidden_dropout=args.dropout, attention_dropout=args.dropout)
+    )
     collate = lambda batch: pretraining.collate(batch, tok.pad_token_id)  # noqa: E731
     try:
         history = train(
@@ -128,6 +131,7 @@ def _pretrain(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    model.config = config
     model.save_pretrained(out)
     (out / "history.json").write_text(json.dumps(history, indent=1))
     final = {k: v for k, v in history[-1].items() if k.startswith("eval_")}
@@ -205,6 +209,13 @@ def build_parser() -> argparse.ArgumentParser:
     add("--batch-size", type=int, default=32, help="examples per micro-batch")
     add("--grad-accum-steps", type=int, default=1, help="micro-batches per optimizer step")
     add("--lr", type=float, default=1e-3, help="peak learning rate of AdamW")
+    add(
+        "--dropout",
+        type=float,
+        default=0.1,
+        help="dropout while pretraining (hidden and attention); 0 is about 1.7x faster on a CPU. "
+        "The saved config.json keeps BERT's 0.1 for fine-tuning",
+    )
     add(
         "--warmup-steps",
         type=int,

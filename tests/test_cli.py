@@ -38,6 +38,8 @@ def pretrained(tmp_path_factory):
         "2",
         "--checkpoint-every",
         "3",
+        "--dropout",
+        "0",
     ]
     done = minibert(*args)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -53,6 +55,9 @@ def test_pretrain_writes_a_loadable_model_and_reports_metrics(pretrained):
     history = json.loads((out / "history.json").read_text())
     assert [h["step"] for h in history] == [1, 2, 3, 4, 5, 6]
     assert len((out / "vocab.txt").read_text(encoding="utf-8").splitlines()) <= 600
+    # trained with --dropout 0, saved with BERT's 0.1 so fine-tuning is regularised as usual
+    config = json.loads((out / "config.json").read_text())
+    assert config["hidden_dropout_prob"] == config["attention_probs_dropout_prob"] == 0.1
 
 
 def test_resume_after_the_end_changes_nothing(pretrained):
