@@ -1,14 +1,15 @@
 """Tokens per second of a pretraining step: minibert vs transformers' BertForPreTraining.
 
-Both models: BERT-mini (4 layers, 256 hidden, 4 heads, 1024 intermediate), dropout 0.1, the
-course's 8,000-piece vocabulary, the same weights, the same batches (32 real MLM + NSP examples of
-up to 128 tokens from the Wikipedia training articles, built by minibert.pretraining). One step =
+Both models: the course checkpoint's size and pretraining dropout by default (read from its
+card; `--preset mini --dropout 0.1` for another), the course's 8,000-piece vocabulary, the same
+weights, the same batches (32 real MLM + NSP examples of up to 128 tokens from the Wikipedia
+training articles, built by minibert.pretraining). One step =
 forward, loss, backward, AdamW update, zero_grad. minibert runs as `minibert pretrain` does (MLM
 logits only at the masked positions, `sparse_mlm=True`) and, for a like-for-like view, with full
 logits as transformers computes them. Interleaved rounds, warm-up, medians; ratio > 1 means
 minibert is faster. Read the ratios; absolute times on a shared 2-core machine are noisy.
 
-    python benchmarks/pretraining_throughput.py      # writes benchmarks/results/pretraining_throughput.json
+    python benchmarks/pretraining_throughput.py      # writes benchmarks/results/pretraining_throughput_PRESET.json
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import transformers  # noqa: E402
 
 from minibert import corpora, pretraining  # noqa: E402
+from minibert.config import BertConfig  # noqa: E402
 from minibert.model import BertForPreTraining  # noqa: E402
 from minibert.tokenization import BertTokenizer  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results" / "pretraining_throughput.json"
+RESULTS = Path(__file__).resolve().parent / "results"
 CHECKPOINT = Path(__file__).resolve().parent.parent / "data" / "course_checkpoint"
 BATCH = 32
 
@@ -47,17 +49,10 @@ def batches(tok: BertTokenizer, count: int) -> list[dict[str, torch.Tensor]]:
     ]
 
 
-def make_models(vocab_size: int):
+def make_models(config: BertConfig):
     torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=vocab_size,
-        hidden_size=256,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        intermediate_size=1024,
-        max_position_embeddings=128,
-        attn_implementation="sdpa",
-    )
+    fields = {k: v for k, v in config.to_hf_config().items() if k != "model_type"}
+    config = transformers.BertConfig(**fields, attn_implementation="sdpa")
     theirs = transformers.BertForPreTraining(config)
     with tempfile.TemporaryDirectory() as folder:
         theirs.save_pretrained(folder)
@@ -88,11 +83,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=9, help="timed rounds per implementation")
     parser.add_argument("--warmup", type=int, default=2, help="untimed rounds first")
+    recipe = json.loads((CHECKPOINT / "card.json").read_text())["recipe"]
+    parser.add_argument(
+        "--preset", default=recipe["preset"], help="model size (default: the course checkpoint's)"
+    )
+    parser.add_argument(
+        "--dropout",
+        type=float,
+        default=recipe["dropout"],
+        help="hidden and attention dropout (default: the course checkpoint's pretraining dropout)",
+    )
     args = parser.parse_args()
     tok = BertTokenizer.from_pretrained(CHECKPOINT)
     data = batches(tok, args.reps + args.warmup)
-    ours, theirs = make_models(len(tok.vocab))
-    ours_full, _ = make_models(len(tok.vocab))
+    config = BertConfig.preset(
+        args.preset,
+        vocab_size=len(tok.vocab),
+        max_position_embeddings=128,
+        hidden_dropout=args.dropout,
+        attention_dropout=args.dropout,
+    )
+    ours, theirs = make_models(config)
+    ours_full, _ = make_models(config)
     steps = {
         "minibert (sparse MLM)": make_step(
             "minibert (sparse MLM)", ours, torch.optim.AdamW(ours.parameters())
@@ -115,12 +127,13 @@ def main() -> None:
     result = {
         "benchmark": "pretraining step tokens/s, minibert vs transformers BertForPreTraining (sdpa)",
         "config": {
-            "layers": 4,
-            "hidden": 256,
-            "heads": 4,
-            "intermediate": 1024,
+            "preset": args.preset,
+            "layers": config.num_layers,
+            "hidden": config.hidden_size,
+            "heads": config.num_heads,
+            "intermediate": config.intermediate_size,
             "vocab": len(tok.vocab),
-            "dropout": 0.1,
+            "dropout": args.dropout,
             "batch": BATCH,
             "max_len": 128,
         },
@@ -138,8 +151,10 @@ def main() -> None:
         "ratio_vs_transformers": {name: median["transformers"] / s for name, s in median.items()},
         "all_seconds": times,
     }
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=1) + "\n")
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"pretraining_throughput_{args.preset}_dropout{args.dropout:g}.json"
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"{args.preset}, dropout {args.dropout:g}; written to {path.name}")
     for name, s in median.items():
         print(
             f"{name:>24}: {s:.3f} s/step, {tokens / s:,.0f} tokens/s, "
