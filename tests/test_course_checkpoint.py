@@ -44,7 +44,9 @@ def test_weights_match_the_card():
 def test_heldout_accuracy_is_what_the_card_says():
     tok = BertTokenizer.from_pretrained(FOLDER)
     model = BertForPreTraining.from_pretrained(FOLDER)
-    heldout = pretraining.heldout_dataset(corpora.wikipedia_articles("heldout"), tok, seed=1)
+    heldout = pretraining.heldout_dataset(
+        corpora.wikipedia_articles("heldout"), tok, CARD["recipe"]["max_len"], seed=1
+    )
     subset = torch.utils.data.Subset(heldout, range(CARD["subset"]["examples"]))
     metrics = evaluate(model, subset, 64, lambda b: pretraining.collate(b, tok.pad_token_id))
     assert metrics["mlm_accuracy"] == pytest.approx(CARD["subset"]["mlm_accuracy"], abs=TOLERANCE)
