@@ -35,7 +35,9 @@ SUBSET = 256  # held-out examples re-measured by the test
 
 def measure(model, data, tok) -> dict[str, float]:
     collate = lambda batch: pretraining.collate(batch, tok.pad_token_id)  # noqa: E731
-    return evaluate(model, data, batch_size=64, collate_fn=collate)
+    return evaluate(
+        model, data, batch_size=64, collate_fn=collate, metrics_fn=pretraining.pretraining_metrics
+    )
 
 
 def ngram_accuracy(train_docs: Sequence, heldout: Sequence, tok: BertTokenizer) -> float:

@@ -20,10 +20,9 @@ import json
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from minibert import corpora, pretraining, set_seed
-from minibert.attention import MultiHeadSelfAttention, merge_heads, padding_mask, split_heads
+from minibert.attention import MultiHeadSelfAttention
 from minibert.config import BertConfig
 from minibert.model import BertForPreTraining
 from minibert.tokenization import BertTokenizer
@@ -34,23 +33,21 @@ RESULTS = Path(__file__).resolve().parent / "results" / "neighbour_heads.json"
 
 
 class NeighbourBiasedAttention(MultiHeadSelfAttention):
-    """Self-attention whose head 0 prefers the previous token and head 1 the next (fixed bonus)."""
+    """Self-attention whose head 0 prefers the previous token and head 1 the next (fixed bonus).
+
+    The bonus is added to the additive mask the model hands the layer; the rest is the package's.
+    """
 
     bonus = 8.0
 
-    def forward(self, x, attention_mask=None, output_attentions=False):
-        batch, seq, _ = x.shape
+    def forward(self, x, mask=None, output_attentions=False):
+        seq = x.shape[1]
         i = torch.arange(seq)
-        bias = torch.zeros(1, self.num_heads, seq, seq)  # (1, heads, query, key)
+        bias = torch.zeros(1, self.num_heads, seq, seq, dtype=x.dtype)  # (1, heads, query, key)
         bias[0, 0, i[1:], i[:-1]] = self.bonus  # head 0: the previous token
         bias[0, 1, i[:-1], i[1:]] = self.bonus  # head 1: the next token
-        if attention_mask is not None:
-            bias = bias + padding_mask(attention_mask, dtype=x.dtype)  # (batch, heads, seq, seq)
-        q = split_heads(self.query(x), self.num_heads)  # (batch, heads, seq, head_dim)
-        k = split_heads(self.key(x), self.num_heads)
-        v = split_heads(self.value(x), self.num_heads)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)  # dropout 0 here
-        return self.output(merge_heads(y)), None
+        mask = bias if mask is None else bias + mask  # (batch, heads, seq, seq)
+        return super().forward(x, mask, output_attentions)
 
 
 def main() -> None:
@@ -99,7 +96,9 @@ def main() -> None:
             schedules[name].step()
         if step % args.eval_every == 0 or step == args.steps:
             for name, model in models.items():
-                metrics = evaluate(model, heldout, 64, collate)
+                metrics = evaluate(
+                    model, heldout, 64, collate, metrics_fn=pretraining.pretraining_metrics
+                )
                 results[name].append({"step": step, **metrics})
                 print(
                     f"step {step:>5}  {name:>38}: held-out MLM accuracy "

@@ -33,7 +33,8 @@ import tokenizers
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
 from minibert import assets, corpora
-from minibert.tokenization import SPECIAL_TOKENS, BertTokenizer, load_vocab, train_wordpiece
+from minibert.tokenization import SPECIAL_TOKENS, BertTokenizer, load_vocab
+from minibert.wordpiece_trainer import train_wordpiece
 
 RESULTS = Path(__file__).resolve().parent / "results" / "wordpiece_training.json"
 MIN_FREQUENCY = 2

@@ -22,7 +22,7 @@ _EXPORTS: dict[str, str] = {
     "BertTokenizer": "tokenization",
     "BasicTokenizer": "tokenization",
     "Encoding": "tokenization",
-    "train_wordpiece": "tokenization",
+    "train_wordpiece": "wordpiece_trainer",
     "wordpiece_tokenize": "tokenization",
     "get_tokens_and_segments": "tokenization",
     # lesson 3: the encoder
@@ -33,7 +33,8 @@ _EXPORTS: dict[str, str] = {
     "BertForSequenceClassification": "model",
     "BertForTokenClassification": "model",
     # lesson 4: masked language modelling
-    "fill_mask": "pretraining",
+    "fill_mask": "inference",
+    "pretrain": "recipes",
 }
 
 _SUBMODULES = (
@@ -44,13 +45,15 @@ _SUBMODULES = (
     "config",
     "corpora",
     "exercises",
-    "finetuning",
+    "inference",
     "model",
     "pretraining",
+    "recipes",
     "tokenization",
     "training",
     "utils",
     "viz",
+    "wordpiece_trainer",
 )
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES])

@@ -28,7 +28,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ASSETS", "Asset", "Member", "cache_dir", "fetch", "path", "status", "verify"]
+from minibert.utils import atomic_write
+
+__all__ = [
+    "ASSETS",
+    "Asset",
+    "Member",
+    "cache_dir",
+    "course_checkpoint",
+    "fetch",
+    "path",
+    "status",
+    "verify",
+]
 
 
 @dataclass(frozen=True)
@@ -300,17 +312,27 @@ def status() -> list[dict[str, object]]:
     ]
 
 
+def course_checkpoint() -> Path:
+    """The folder of the course checkpoint (data/course_checkpoint in the course repository)."""
+    folder = Path(__file__).resolve().parent.parent / "data" / "course_checkpoint"
+    if not (folder / "model.safetensors").is_file():
+        raise FileNotFoundError(
+            f"no course checkpoint in {folder}; it is committed in the course repository "
+            "(run from a checkout), and data/course_checkpoint/README.md gives the command "
+            "that re-creates it"
+        )
+    return folder
+
+
 # ---- fetching ----------------------------------------------------------------------------------
 
 
-def _write_atomically(target: Path, chunks: Iterable[bytes], member: Member, progress) -> None:
-    """Stream chunks to a temporary file beside target, check size and SHA-256, then os.replace."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
-    tmp = Path(tmp_name)
-    try:
+def _write_verified(target: Path, chunks: Iterable[bytes], member: Member, progress) -> None:
+    """Stream chunks into target atomically, checking size and SHA-256 before it is renamed."""
+
+    def write(tmp: str) -> None:
         digest, size = hashlib.sha256(), 0
-        with os.fdopen(fd, "wb") as out:
+        with open(tmp, "wb") as out:
             for chunk in chunks:
                 out.write(chunk)
                 digest.update(chunk)
@@ -324,9 +346,8 @@ def _write_atomically(target: Path, chunks: Iterable[bytes], member: Member, pro
                 f"{member.size:,} bytes with SHA-256 {member.sha256}; the source does not match "
                 "the registry, so nothing was written"
             )
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+
+    atomic_write(target, write)
 
 
 def _installed_root(asset: Asset) -> Path | None:
@@ -416,7 +437,7 @@ def _fetch_one(asset: Asset, quiet: bool = False) -> Path:
         with tqdm(total=total, unit="B", unit_scale=True, desc=desc, disable=quiet) as bar:
             for member in todo:
                 with open_member(member) as src:
-                    _write_atomically(_local(asset) / member.path, _read_chunks(src), member, bar)
+                    _write_verified(_local(asset) / member.path, _read_chunks(src), member, bar)
     return path(asset.name)
 
 

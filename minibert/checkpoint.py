@@ -13,17 +13,15 @@ interrupted save never leaves a broken checkpoint.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from collections.abc import Callable
+import warnings
 from pathlib import Path
 from typing import TypeVar
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from minibert.config import BertConfig
-from minibert.model import BertModel, BertPreTrainedModel
+from minibert.utils import atomic_write
 
 # minibert name -> Hugging Face name. "{i}" stands for the layer index. The encoder's names are
 # BertModel's; inside the task models both sides carry the prefix "bert.". The heads' names are
@@ -213,18 +211,29 @@ def _list(keys: list[str], limit: int = 20) -> str:
     return shown + (f", ... ({len(keys) - limit} more)" if len(keys) > limit else "")
 
 
-Model = TypeVar("Model", bound=BertPreTrainedModel)
+Model = TypeVar("Model", bound=nn.Module)
+CONFIG_METADATA = "minibert_config"  # the config.json a weights file was saved with
 
 
 def load_pretrained(cls: type[Model], path: str | Path) -> Model:
-    """Build `cls` from a Hugging Face BERT folder; mismatched keys or shapes raise, listing them.
+    """Build `cls` (a model class taking a BertConfig) from a Hugging Face BERT folder.
 
-    Heads that the checkpoint has and `cls` does not (a pretraining checkpoint loaded into
-    BertModel) are left out; a fine-tuning classifier missing from the checkpoint starts from
-    random weights. Both lists are kept in ``model.loading_info``.
+    Mismatched keys or shapes raise, listing them. Heads that the checkpoint has and `cls` does
+    not (a pretraining checkpoint loaded into BertModel) are left out; a fine-tuning classifier
+    missing from the checkpoint starts from random weights. Both lists are kept in
+    ``model.loading_info``.
     """
     folder = resolve_folder(path)
     config = BertConfig.from_hf_config(folder / "config.json")
+    saved_with = _saved_config(folder)
+    if saved_with is not None and _sizes(BertConfig.from_hf_config(saved_with)) != _sizes(config):
+        warnings.warn(
+            f"{folder}: the sizes in config.json do not match the weights, which were saved with "
+            "other sizes (a save_pretrained interrupted between its two files?); loading the "
+            "weights with the config they were saved with. Save the model again to repair it.",
+            stacklevel=3,
+        )
+        config = BertConfig.from_hf_config(saved_with)
     theirs, unknown = from_hf_names(read_weights(folder), config.num_layers)
     if unknown:
         raise ValueError(
@@ -233,7 +242,7 @@ def load_pretrained(cls: type[Model], path: str | Path) -> Model:
         )
     model = cls(config)
     own = {n: p for n, p in model.state_dict().items() if _split(n)[1] not in TIED}
-    bare = isinstance(model, BertModel)  # BertModel's names have no "bert." prefix
+    bare = not any(n.startswith("bert.") for n in own)  # BertModel's names have no "bert."
     if bare:
         theirs = {n.removeprefix("bert."): t for n, t in theirs.items()}
     ignored = sorted(n for n in theirs if n not in own)
@@ -264,20 +273,38 @@ def load_pretrained(cls: type[Model], path: str | Path) -> Model:
 # --- writing a folder --------------------------------------------------------------------------
 
 
-def _atomic_write(target: Path, write: Callable[[str], None]) -> None:
-    """Call write(temporary path) in target's folder, then rename it to target in one step."""
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _sizes(config: BertConfig) -> tuple[int, ...]:
+    """The fields that fix the weights' shapes (dropout and the like may be edited freely)."""
+    return (
+        config.vocab_size,
+        config.hidden_size,
+        config.num_layers,
+        config.num_heads,
+        config.intermediate_size,
+        config.max_position_embeddings,
+        config.type_vocab_size,
+        config.num_labels,
+    )
 
 
-def save_pretrained(model: BertPreTrainedModel, path: str | Path) -> None:
-    """Write config.json and model.safetensors with Hugging Face names into the folder `path`."""
+def _saved_config(folder: Path) -> dict | None:
+    """The config.json dict stored in model.safetensors' metadata by save_pretrained, if any."""
+    file = folder / "model.safetensors"
+    if not file.is_file():
+        return None
+    from safetensors import safe_open
+
+    with safe_open(str(file), framework="pt") as f:
+        saved = (f.metadata() or {}).get(CONFIG_METADATA)
+    return json.loads(saved) if saved else None
+
+
+def save_pretrained(model: nn.Module, path: str | Path) -> None:
+    """Write config.json and model.safetensors with Hugging Face names into the folder `path`.
+
+    Each file is written atomically, and the weights carry their config in their metadata, so a
+    save interrupted between the two files still loads (as the new model, with a warning).
+    """
     from safetensors.torch import save_file
 
     folder = Path(path)
@@ -288,10 +315,7 @@ def save_pretrained(model: BertPreTrainedModel, path: str | Path) -> None:
     config["architectures"] = [type(model).__name__]
     config["tie_word_embeddings"] = True
 
-    def write_config(tmp: str) -> None:
-        Path(tmp).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-
-    _atomic_write(
-        folder / "model.safetensors", lambda tmp: save_file(tensors, tmp, {"format": "pt"})
-    )
-    _atomic_write(folder / "config.json", write_config)
+    text = json.dumps(config, indent=2) + "\n"
+    metadata = {"format": "pt", CONFIG_METADATA: text}
+    atomic_write(folder / "model.safetensors", lambda tmp: save_file(tensors, tmp, metadata))
+    atomic_write(folder / "config.json", text)

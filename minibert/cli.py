@@ -8,6 +8,7 @@ minibert course                 # JupyterLab on the course notebooks
 from __future__ import annotations
 
 import argparse
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -31,131 +32,76 @@ def _course(args: argparse.Namespace) -> int:
     return subprocess.call(command)
 
 
-def _load_corpus(name: str):
-    """(train articles, held-out articles) of the course extract, a MediaWiki dump or a text folder."""
-    from minibert import corpora
-
-    if name == "wikipedia":
-        return corpora.wikipedia_articles("train"), corpora.wikipedia_articles("heldout")
-    source = Path(name)
-    if source.is_dir():
-        articles = corpora.read_text_files(source)
-    elif source.is_file():
-        articles = list(corpora.read_wikipedia_dump(source))
-    else:
-        raise FileNotFoundError(f"--corpus {name}: not 'wikipedia', a dump file or a folder")
-    heldout = [a for a in articles if corpora.heldout_article(a.title)]
-    return [a for a in articles if not corpora.heldout_article(a.title)], heldout
-
-
 def _pretrain(args: argparse.Namespace) -> int:
-    import json
-    import time
+    from minibert.recipes import pretrain
+    from minibert.training import TrainingError
 
-    import torch
-
-    from minibert import default_device, pretraining, set_seed
-    from minibert.config import BertConfig
-    from minibert.model import BertForPreTraining
-    from minibert.tokenization import BertTokenizer, train_wordpiece
-    from minibert.training import TrainingError, train
-
-    out = Path(args.out)
-    set_seed(args.seed)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    started = time.perf_counter()
-    train_articles, heldout_articles = _load_corpus(args.corpus)
-    print(f"corpus: {len(train_articles)} training and {len(heldout_articles)} held-out articles")
-    if args.vocab:
-        vocab_path = Path(args.vocab)
-        tok = (
-            BertTokenizer.from_pretrained(vocab_path)
-            if vocab_path.is_dir()
-            else BertTokenizer.from_vocab_file(vocab_path)
-        )
-    elif args.resume and (out / "vocab.txt").exists():
-        tok = BertTokenizer.from_pretrained(out)
-    else:
-        print(f"training a WordPiece vocabulary of {args.vocab_size} on the training articles")
-        texts = [p for a in train_articles for p in a.paragraphs]
-        tok = BertTokenizer(train_wordpiece(texts, args.vocab_size))
-    out.mkdir(parents=True, exist_ok=True)
-    tok.save_pretrained(out)
-    train_docs = pretraining.tokenize_documents(train_articles, tok)
-    nsp = not args.mlm_only
-    train_examples = pretraining.create_examples(
-        train_docs, args.max_len, nsp=nsp, dupe_factor=args.dupe_factor, seed=args.seed
-    )
-    data_kwargs = dict(whole_word=args.whole_word, max_predictions=args.max_predictions)
-    train_data = pretraining.PretrainingDataset.from_tokenizer(
-        train_examples, tok, dynamic=not args.static_masking, seed=args.seed, **data_kwargs
-    )
-    eval_data = pretraining.heldout_dataset(
-        heldout_articles, tok, args.max_len, nsp=nsp, seed=args.seed + 1, **data_kwargs
-    )
-    print(
-        f"examples: {len(train_data):,} training, {len(eval_data):,} held-out (max_len {args.max_len})"
-    )
-    config = BertConfig.preset(
-        args.preset, vocab_size=len(tok.vocab), max_position_embeddings=max(args.max_len, 128)
-    )
-    # --dropout applies while pretraining; the saved config keeps the preset's for fine-tuning
-    model = BertForPreTraining(
-        config.replace(hidden_dropout=args.dropout, attention_dropout=args.dropout)
-    )
-    collate = lambda batch: pretraining.collate(batch, tok.pad_token_id)  # noqa: E731
+    options = {k: v for k, v in vars(args).items() if k not in ("command", "run", "out")}
     try:
-        history = train(
-            model,
-            train_data,
-            eval_data,
-            steps=args.steps,
-            batch_size=args.batch_size,
-            lr=args.lr,
-            warmup_steps=args.warmup_steps,
-            weight_decay=args.weight_decay,
-            grad_accum_steps=args.grad_accum_steps,
-            eval_every=args.eval_every,
-            eval_batches=args.eval_batches,
-            collate_fn=collate,
-            out_dir=out,
-            checkpoint_every=args.checkpoint_every,
-            resume=args.resume,
-            seed=args.seed,
-            device=args.device or default_device(),
-            forward_kwargs={"sparse_mlm": True},  # score only masked positions: same loss, faster
-        )
+        result = pretrain(args.out, **options)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"minibert pretrain: error: {exc}", file=sys.stderr)
+        return 2
     except TrainingError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"minibert pretrain: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
-    model.config = config
-    model.save_pretrained(out)
-    (out / "history.json").write_text(json.dumps(history, indent=1))
-    final = {k: v for k, v in history[-1].items() if k.startswith("eval_")}
-    print(f"saved the model, vocabulary and history to {out}")
-    print("held-out: " + ", ".join(f"{k[5:]} {v:.4f}" for k, v in final.items()))
-    print(f"wall time: {time.perf_counter() - started:.0f} s")
+    print(f"saved the model, vocabulary and history to {result.folder}")
+    print("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in result.heldout.items()))
+    print(f"wall time: {result.seconds:.0f} s")
     return 0
 
 
-def _fill_mask(args: argparse.Namespace) -> int:
-    from minibert.model import BertForPreTraining
-    from minibert.pretraining import fill_mask
+def _load_model(folder: str, cls_name: str):
+    """(model, tokenizer) from a folder; anything wrong becomes one line naming the folder."""
+    from minibert import model as models
     from minibert.tokenization import BertTokenizer
 
-    model = BertForPreTraining.from_pretrained(args.model)
-    tok = BertTokenizer.from_pretrained(args.model)
+    try:
+        return getattr(models, cls_name).from_pretrained(folder), BertTokenizer.from_pretrained(
+            folder
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"minibert: error: cannot load the model in {folder}: {exc}") from None
+
+
+def _fill_mask(args: argparse.Namespace) -> int:
+    from minibert.inference import fill_mask
+
+    model, tok = _load_model(args.model, "BertForMaskedLM")  # pretraining folders load too
     try:
         predictions = fill_mask(model, tok, args.text, top_k=args.top_k)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"minibert fill-mask: error: {exc}", file=sys.stderr)
         return 1
     for n, candidates in enumerate(predictions, start=1):
         print(f"[MASK] {n}: " + "  ".join(f"{t} {p:.3f}" for t, p in candidates))
     return 0
+
+
+def _number(kind: type, low: float, high: float = math.inf, low_open: bool = False):
+    """An argparse type: a finite kind (int or float) in [low, high), or (low, high) if low_open."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a{'n int' if kind is int else ' number'}"
+            ) from None
+        ok = math.isfinite(value) and (value > low if low_open else value >= low) and value < high
+        if not ok:
+            bounds = f"{'(' if low_open else '['}{low}, {high})"
+            raise argparse.ArgumentTypeError(f"{text} is not in {bounds}")
+        return value
+
+    return parse
+
+
+POSITIVE_INT = _number(int, 1)
+POSITIVE = _number(float, 0, low_open=True)
+PROBABILITY = _number(float, 0, 1)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -186,14 +132,19 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add = pre.add_argument
-    add("--preset", default="mini", help="model size: tiny, mini, small, medium or base")
+    add(
+        "--preset",
+        default="mini",
+        choices=("tiny", "mini", "small", "medium", "base"),
+        help="model size (layers/hidden: 2/128, 4/256, 4/512, 8/512, 12/768)",
+    )
     add(
         "--corpus",
         default="wikipedia",
         help="'wikipedia' (the course extract), a MediaWiki dump (.xml/.xml.bz2) or a folder of .txt files",
     )
     add("--out", required=True, help="folder for the model, vocabulary, history and checkpoints")
-    add("--steps", type=int, required=True, help="optimizer steps")
+    add("--steps", type=POSITIVE_INT, required=True, help="optimizer steps")
     add(
         "--vocab",
         default=None,
@@ -201,42 +152,47 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add(
         "--vocab-size",
-        type=int,
+        type=POSITIVE_INT,
         default=8000,
         help="size of the vocabulary trained when --vocab is not given",
     )
-    add("--max-len", type=int, default=128, help="tokens per example, [CLS] and [SEP] included")
-    add("--batch-size", type=int, default=32, help="examples per micro-batch")
-    add("--grad-accum-steps", type=int, default=1, help="micro-batches per optimizer step")
-    add("--lr", type=float, default=1e-3, help="peak learning rate of AdamW")
+    add(
+        "--max-len",
+        type=POSITIVE_INT,
+        default=128,
+        help="tokens per example, [CLS] and [SEP] included",
+    )
+    add("--batch-size", type=POSITIVE_INT, default=32, help="examples per micro-batch")
+    add("--grad-accum-steps", type=POSITIVE_INT, default=1, help="micro-batches per optimizer step")
+    add("--lr", type=POSITIVE, default=1e-3, help="peak learning rate of AdamW")
     add(
         "--dropout",
-        type=float,
+        type=PROBABILITY,
         default=0.1,
         help="dropout while pretraining (hidden and attention); 0 is about 1.7x faster on a CPU. "
         "The saved config.json keeps BERT's 0.1 for fine-tuning",
     )
     add(
         "--warmup-steps",
-        type=int,
+        type=_number(int, 0),
         default=None,
         help="linear warm-up steps (default: 10%% of --steps)",
     )
     add(
         "--weight-decay",
-        type=float,
+        type=_number(float, 0),
         default=0.01,
         help="AdamW weight decay (not on biases and LayerNorm)",
     )
     add(
         "--dupe-factor",
-        type=int,
+        type=POSITIVE_INT,
         default=5,
         help="times each document is cut into examples, differently",
     )
     add(
         "--max-predictions",
-        type=int,
+        type=POSITIVE_INT,
         default=None,
         help="cap on masked tokens per example (default: 15%% of tokens)",
     )
@@ -249,26 +205,52 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="no next sentence prediction (RoBERTa-style full sentences)",
     )
-    add("--eval-every", type=int, default=200, help="steps between held-out evaluations")
+    add("--eval-every", type=POSITIVE_INT, default=200, help="steps between held-out evaluations")
     add(
         "--eval-batches",
-        type=int,
+        type=POSITIVE_INT,
         default=None,
         help="limit held-out evaluation to this many batches",
     )
-    add("--checkpoint-every", type=int, default=500, help="steps between checkpoints")
-    add("--resume", action="store_true", help="continue from the checkpoint in --out")
-    add("--seed", type=int, default=0, help="seed for data, masking, initialisation and dropout")
-    add("--device", default=None, help="cpu, cuda or mps (default: the GPU when present)")
-    add("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
+    add("--checkpoint-every", type=POSITIVE_INT, default=500, help="steps between checkpoints")
+    add("--resume", action="store_true", help="continue the interrupted run in --out")
+    add(
+        "--overwrite",
+        action="store_true",
+        help="replace the model already in --out (all its files) once the new run has finished",
+    )
+    add(
+        "--seed",
+        type=_number(int, 0),
+        default=0,
+        help="seed for data, masking, initialisation and dropout",
+    )
+    add(
+        "--device",
+        default=None,
+        choices=("cpu", "cuda", "mps"),
+        help="default: the GPU when present",
+    )
+    add(
+        "--threads",
+        type=POSITIVE_INT,
+        default=None,
+        help="CPU threads for torch (default: torch's choice)",
+    )
     pre.set_defaults(run=_pretrain)
 
     fm = sub.add_parser(
         "fill-mask", help="predict the [MASK] tokens of a sentence with a pretrained model"
     )
-    fm.add_argument("model", help="a folder written by `minibert pretrain` (or save_pretrained)")
+    fm.add_argument(
+        "model",
+        help="a folder written by `minibert pretrain`, or by save_pretrained of "
+        "BertForPreTraining or BertForMaskedLM",
+    )
     fm.add_argument("text", help='a sentence with [MASK], e.g. "the [MASK] of france is paris ."')
-    fm.add_argument("--top-k", type=int, default=5, help="how many candidates to print per [MASK]")
+    fm.add_argument(
+        "--top-k", type=POSITIVE_INT, default=5, help="how many candidates to print per [MASK]"
+    )
     fm.set_defaults(run=_fill_mask)
     return parser
 

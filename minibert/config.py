@@ -11,11 +11,19 @@ sizes can be read and a minibert model saved in a form ``transformers`` loads.
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+# Label conventions, in one place (Google's BERT and Hugging Face; d2l uses 1 = IsNext instead)
+IGNORE_INDEX = -100  # a label that takes no part in a loss, as in PyTorch and Hugging Face
+IS_NEXT, NOT_NEXT = 0, 1  # next_sentence_label: 0 = B follows A, 1 = B is from elsewhere
 
 # name -> (num_layers, hidden_size, num_heads); intermediate_size is 4 * hidden_size
 PRESETS: dict[str, tuple[int, int, int]] = {
@@ -26,7 +34,27 @@ PRESETS: dict[str, tuple[int, int, int]] = {
     "base": (12, 768, 12),
 }
 
-ACTIVATIONS = ("gelu", "gelu_new", "relu")  # exact GELU (BERT), tanh-approximate GELU, ReLU (d2l)
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {  # the feed-forward nonlinearity
+    "gelu": F.gelu,  # BERT's exact GELU, x * Phi(x)
+    "gelu_new": partial(F.gelu, approximate="tanh"),  # GPT-2's tanh approximation
+    "relu": F.relu,  # the original Transformer's (and d2l's BERT)
+}
+
+# minibert field -> Hugging Face config.json key; read both ways by to_hf_config/from_hf_config
+HF_CONFIG_KEYS: dict[str, str] = {
+    "vocab_size": "vocab_size",
+    "hidden_size": "hidden_size",
+    "num_layers": "num_hidden_layers",
+    "num_heads": "num_attention_heads",
+    "intermediate_size": "intermediate_size",
+    "max_position_embeddings": "max_position_embeddings",
+    "type_vocab_size": "type_vocab_size",
+    "hidden_dropout": "hidden_dropout_prob",
+    "attention_dropout": "attention_probs_dropout_prob",
+    "layer_norm_eps": "layer_norm_eps",
+    "activation": "hidden_act",
+    "initializer_range": "initializer_range",
+}
 
 
 @dataclass
@@ -73,11 +101,15 @@ class BertConfig:
                 raise ValueError(f"{name} must be a probability in [0, 1), got {value!r}.")
         for name in ("layer_norm_eps", "initializer_range"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ValueError(f"{name} must be a positive number, got {value!r}.")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not 0 < value < math.inf
+            ):
+                raise ValueError(f"{name} must be a positive finite number, got {value!r}.")
         if self.activation not in ACTIVATIONS:
             raise ValueError(
-                f"activation must be one of {ACTIVATIONS} ('gelu' is BERT's exact GELU), "
+                f"activation must be one of {tuple(ACTIVATIONS)} ('gelu' is BERT's exact GELU), "
                 f"got {self.activation!r}."
             )
 
@@ -100,49 +132,6 @@ class BertConfig:
     def replace(self, **changes: Any) -> BertConfig:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
-
-    def check_inputs(
-        self,
-        input_ids: torch.Tensor,
-        token_type_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-    ) -> None:
-        """Raise a ValueError unless these (batch, seq) inputs fit a model of this config."""
-        if (
-            not isinstance(input_ids, torch.Tensor)
-            or input_ids.dim() != 2
-            or not input_ids.shape[1]
-        ):
-            got = tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids)
-            raise ValueError(
-                f"input_ids must be a tensor of shape (batch, seq) with seq >= 1, got {got}; "
-                f"for a single sequence use input_ids.unsqueeze(0)."
-            )
-        if input_ids.shape[1] > self.max_position_embeddings:
-            raise ValueError(
-                f"sequences of at most max_position_embeddings={self.max_position_embeddings} "
-                f"tokens fit this model, got {input_ids.shape[1]}; truncate them (truncation=True)."
-            )
-        for name, t, size in (
-            ("input_ids", input_ids, self.vocab_size),
-            ("token_type_ids", token_type_ids, self.type_vocab_size),
-            ("attention_mask", attention_mask, 2),
-        ):
-            if t is None:
-                continue
-            if not isinstance(t, torch.Tensor) or t.shape != input_ids.shape:
-                got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t)
-                raise ValueError(
-                    f"{name} must have the shape of input_ids {tuple(input_ids.shape)}, got {got}."
-                )
-            if name != "attention_mask" and (t.is_floating_point() or t.is_complex()):
-                raise ValueError(f"{name} must hold integer ids (torch.long), got {t.dtype}.")
-            low, high = int(t.min()), int(t.max())
-            if low < 0 or high >= size:
-                raise ValueError(
-                    f"{name} must lie in [0, {size}) for this config, got values from {low} to "
-                    f"{high}; check that the tokenizer's vocabulary matches the model."
-                )
 
     # --- plain dicts (minibert's own names) ----------------------------------------------------
 
@@ -169,18 +158,7 @@ class BertConfig:
         return {
             "architectures": ["BertModel"],
             "model_type": "bert",
-            "vocab_size": self.vocab_size,
-            "hidden_size": self.hidden_size,
-            "num_hidden_layers": self.num_layers,
-            "num_attention_heads": self.num_heads,
-            "intermediate_size": self.intermediate_size,
-            "max_position_embeddings": self.max_position_embeddings,
-            "type_vocab_size": self.type_vocab_size,
-            "hidden_dropout_prob": self.hidden_dropout,
-            "attention_probs_dropout_prob": self.attention_dropout,
-            "layer_norm_eps": self.layer_norm_eps,
-            "hidden_act": self.activation,
-            "initializer_range": self.initializer_range,
+            **{theirs: getattr(self, ours) for ours, theirs in HF_CONFIG_KEYS.items()},
             "id2label": {str(i): f"LABEL_{i}" for i in range(self.num_labels)},
             "label2id": {f"LABEL_{i}": i for i in range(self.num_labels)},
             "pad_token_id": 0,
@@ -213,21 +191,7 @@ class BertConfig:
             )
         if d.get("is_decoder", False):
             raise ValueError("minibert is an encoder; this config has is_decoder=True.")
-        names = {  # Hugging Face name -> minibert name
-            "vocab_size": "vocab_size",
-            "hidden_size": "hidden_size",
-            "num_hidden_layers": "num_layers",
-            "num_attention_heads": "num_heads",
-            "intermediate_size": "intermediate_size",
-            "max_position_embeddings": "max_position_embeddings",
-            "type_vocab_size": "type_vocab_size",
-            "hidden_dropout_prob": "hidden_dropout",
-            "attention_probs_dropout_prob": "attention_dropout",
-            "layer_norm_eps": "layer_norm_eps",
-            "hidden_act": "activation",
-            "initializer_range": "initializer_range",
-        }
-        ours = {mine: d[theirs] for theirs, mine in names.items() if theirs in d}
+        ours = {mine: d[theirs] for mine, theirs in HF_CONFIG_KEYS.items() if theirs in d}
         if "id2label" in d:
             ours["num_labels"] = len(d["id2label"])
         elif "num_labels" in d:

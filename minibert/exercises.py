@@ -476,15 +476,17 @@ def check_embeddings(fn: Callable[..., Any], cases: int = 10) -> bool:
 
 
 def check_encoder_layer(fn: Callable[..., Any], cases: int = 10) -> bool:
-    """Check ``fn(x, attention_mask, layer) -> (batch, seq, hidden)``: one post-LN encoder layer.
+    """Check ``fn(x, mask, layer) -> (batch, seq, hidden)``: one post-LN encoder layer.
 
-    ``layer`` is a ``minibert.model.EncoderLayer`` in eval mode: call ``layer.attention(x,
-    attention_mask)`` (it returns (output, weights)) and use attention_norm, ffn_in, ffn_out and
-    ffn_norm yourself, with exact GELU.
+    ``layer`` is a ``minibert.model.EncoderLayer`` in eval mode and ``mask`` the additive mask
+    (batch, 1, 1, seq) that BertModel builds once and hands every layer: call
+    ``layer.attention(x, mask)`` (it returns (output, weights)) and use attention_norm, ffn_in,
+    ffn_out and ffn_norm yourself, with exact GELU.
     """
     import torch
     import torch.nn.functional as F
 
+    from minibert.attention import padding_mask
     from minibert.model import EncoderLayer
 
     name = "post-LN encoder layer"
@@ -499,8 +501,9 @@ def check_encoder_layer(fn: Callable[..., Any], cases: int = 10) -> bool:
         batch = int(torch.randint(1, 4, (1,), generator=g))
         seq = int(torch.randint(2, 10, (1,), generator=g))
         x = torch.randn(batch, seq, config.hidden_size, generator=g)
-        mask = torch.ones(batch, seq, dtype=torch.long)
-        mask[0, seq - 1 :] = 0  # the first example ends with padding
+        attention_mask = torch.ones(batch, seq, dtype=torch.long)
+        attention_mask[0, seq - 1 :] = 0  # the first example ends with padding
+        mask = padding_mask(attention_mask, dtype=x.dtype)  # (batch, 1, 1, seq), additive
         got, hint = call_safely(fn, x.clone(), mask.clone(), layer)
         if hint is not None:
             return report(name, hint, case)

@@ -11,7 +11,6 @@ names are our own, and ``minibert.checkpoint`` maps them to Hugging Face's.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -19,16 +18,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from minibert.attention import MultiHeadSelfAttention
-from minibert.config import BertConfig
+from minibert import checkpoint
+from minibert.attention import MultiHeadSelfAttention, padding_mask
+from minibert.config import ACTIVATIONS, IGNORE_INDEX, BertConfig
 
-IGNORE_INDEX = -100  # a label that takes no part in a loss, as in PyTorch and Hugging Face
-
-ACTIVATIONS = {  # the feed-forward nonlinearity; BERT uses the exact GELU, x * Phi(x)
-    "gelu": F.gelu,
-    "gelu_new": partial(F.gelu, approximate="tanh"),  # GPT-2's tanh approximation
-    "relu": F.relu,  # the original Transformer's (and d2l's BERT)
-}
+# Dimensions in the shape comments: batch, seq (tokens per input), hidden (hidden_size),
+# heads (num_heads), vocab (vocab_size).
 
 
 # --- the encoder -------------------------------------------------------------------------------
@@ -68,10 +63,10 @@ class EncoderLayer(nn.Module):
         self.activation = ACTIVATIONS[config.activation]
 
     def forward(
-        self, x: Tensor, attention_mask: Tensor | None = None, output_attentions: bool = False
+        self, x: Tensor, mask: Tensor | None = None, output_attentions: bool = False
     ) -> tuple[Tensor, Tensor | None]:
-        """x (batch, seq, hidden) -> (batch, seq, hidden), weights (batch, heads, seq, seq) or None."""
-        a, weights = self.attention(x, attention_mask, output_attentions)  # (batch, seq, hidden)
+        """x (batch, seq, hidden), additive mask (batch, 1, 1, seq) -> (batch, seq, hidden), weights."""
+        a, weights = self.attention(x, mask, output_attentions)  # (batch, seq, hidden)
         x = self.attention_norm(x + self.dropout(a))  # add & norm
         f = self.ffn_out(self.activation(self.ffn_in(x)))  # (batch, seq, hidden)
         x = self.ffn_norm(x + self.dropout(f))  # add & norm
@@ -88,14 +83,14 @@ class Encoder(nn.Module):
     def forward(
         self,
         x: Tensor,
-        attention_mask: Tensor | None = None,
+        mask: Tensor | None = None,
         output_attentions: bool = False,
         output_hidden_states: bool = False,
     ) -> tuple[Tensor, tuple[Tensor, ...] | None, tuple[Tensor, ...] | None]:
-        """x (batch, seq, hidden) -> last, (input and each layer's output), (each layer's weights)."""
+        """x (batch, seq, hidden), additive mask -> last, (input and each layer's output), weights."""
         hidden_states, attentions = [x], []
         for layer in self.layers:
-            x, weights = layer(x, attention_mask, output_attentions)  # (batch, seq, hidden)
+            x, weights = layer(x, mask, output_attentions)  # (batch, seq, hidden)
             hidden_states.append(x)
             attentions.append(weights)
         hidden_states = tuple(hidden_states) if output_hidden_states else None
@@ -115,6 +110,51 @@ class Pooler(nn.Module):
 
 
 # --- the model, and loading and saving ---------------------------------------------------------
+
+
+def check_inputs(
+    config: BertConfig,
+    input_ids: Tensor,
+    token_type_ids: Tensor | None = None,
+    attention_mask: Tensor | None = None,
+) -> None:
+    """Raise unless these (batch, seq) inputs fit a model of this config (mask values: padding_mask)."""
+    if not isinstance(input_ids, Tensor) or input_ids.dim() != 2 or not input_ids.numel():
+        got = tuple(input_ids.shape) if isinstance(input_ids, Tensor) else type(input_ids).__name__
+        raise ValueError(
+            f"input_ids must be a tensor of shape (batch, seq) with batch >= 1 and seq >= 1, got "
+            f"{got}; for a single sequence use input_ids.unsqueeze(0)."
+        )
+    if input_ids.shape[1] > config.max_position_embeddings:
+        raise ValueError(
+            f"sequences of at most max_position_embeddings={config.max_position_embeddings} "
+            f"tokens fit this model, got {input_ids.shape[1]}; truncate them (truncation=True)."
+        )
+    for name, t, size in (
+        ("input_ids", input_ids, config.vocab_size),
+        ("token_type_ids", token_type_ids, config.type_vocab_size),
+        ("attention_mask", attention_mask, None),
+    ):
+        if t is None:
+            continue
+        if not isinstance(t, Tensor) or t.shape != input_ids.shape:
+            got = tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__
+            raise ValueError(
+                f"{name} must have the shape of input_ids {tuple(input_ids.shape)}, got {got}."
+            )
+        if size is None:
+            continue
+        if t.dtype not in (torch.int64, torch.int32):  # what nn.Embedding takes
+            raise ValueError(
+                f"{name} must hold integer ids (torch.long), got {t.dtype}; "
+                f"convert with {name}.long()."
+            )
+        low, high = int(t.min()), int(t.max())
+        if low < 0 or high >= size:
+            raise ValueError(
+                f"{name} must lie in [0, {size}) for this config, got values from {low} to "
+                f"{high}; check that the tokenizer's vocabulary matches the model."
+            )
 
 
 @dataclass
@@ -152,15 +192,11 @@ class BertPreTrainedModel(nn.Module):
     @classmethod
     def from_pretrained(cls: type[Model], path: str | Path) -> Model:
         """Load a Hugging Face BERT folder (or one saved by save_pretrained), offline."""
-        from minibert.checkpoint import load_pretrained  # checkpoint imports this module
-
-        return load_pretrained(cls, path)
+        return checkpoint.load_pretrained(cls, path)  # checkpoint knows no model class
 
     def save_pretrained(self, path: str | Path) -> None:
         """Write config.json + model.safetensors that transformers' from_pretrained loads."""
-        from minibert.checkpoint import save_pretrained
-
-        save_pretrained(self, path)
+        checkpoint.save_pretrained(self, path)
 
 
 class BertModel(BertPreTrainedModel):
@@ -182,14 +218,16 @@ class BertModel(BertPreTrainedModel):
         output_hidden_states: bool = False,
     ) -> BertModelOutput:
         """input_ids, token_type_ids (0/1 segments), attention_mask (1 real, 0 pad): (batch, seq)."""
-        self.config.check_inputs(input_ids, token_type_ids, attention_mask)
+        check_inputs(self.config, input_ids, token_type_ids, attention_mask)  # once, here
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)  # one segment, A
-        if attention_mask is not None and bool(attention_mask.all()):
-            attention_mask = None  # no padding: the same result, and the faster unmasked kernel
         x = self.embeddings(input_ids, token_type_ids)  # (batch, seq, hidden)
+        mask = None  # no padding: the same result, and the faster unmasked kernel
+        if attention_mask is not None:
+            mask = padding_mask(attention_mask.to(x.device), dtype=x.dtype)  # (batch, 1, 1, seq)
+            mask = None if bool(attention_mask.all()) else mask  # built once, for every layer
         x, hidden_states, attentions = self.encoder(
-            x, attention_mask, output_attentions, output_hidden_states
+            x, mask, output_attentions, output_hidden_states
         )
         pooled = self.pooler(x) if self.pooler is not None else None  # (batch, hidden)
         return BertModelOutput(x, pooled, hidden_states, attentions)

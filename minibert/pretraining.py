@@ -22,25 +22,27 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
+from minibert.config import IGNORE_INDEX, IS_NEXT, NOT_NEXT
+from minibert.tokenization import build_inputs, pad
+
 __all__ = [
+    "IS_NEXT",
+    "NOT_NEXT",
     "PretrainingDataset",
     "PretrainingExample",
     "collate",
-    "course_checkpoint",
     "create_examples",
-    "fill_mask",
     "heldout_dataset",
     "mask_tokens",
+    "pretraining_metrics",
     "tokenize_documents",
     "truncate_pair",
 ]
-
-IS_NEXT, NOT_NEXT = 0, 1  # next_sentence_label, as in BERT and Hugging Face
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class PretrainingExample:
 
     tokens_a: tuple[int, ...]
     tokens_b: tuple[int, ...]  # empty in MLM-only mode
-    next_sentence_label: int  # 0 IsNext, 1 NotNext (-100 in MLM-only mode)
+    next_sentence_label: int  # 0 IsNext, 1 NotNext (IGNORE_INDEX, -100, in MLM-only mode)
     doc_a: int  # index of the document segment A came from
     doc_b: int  # index of the document segment B came from (-1 without B)
     sentences_a: tuple[int, int]  # [start, end) sentence indices of A in doc_a
@@ -114,7 +116,13 @@ def _examples_from_document(docs, doc_index, nonempty, max_len, short_seq_prob, 
                 tokens_a = [t for s in chunk for t in s][:max_tokens]
                 examples.append(
                     PretrainingExample(
-                        tuple(tokens_a), (), -100, doc_index, -1, (chunk_start, i + 1), (0, 0)
+                        tuple(tokens_a),
+                        (),
+                        IGNORE_INDEX,
+                        doc_index,
+                        -1,
+                        (chunk_start, i + 1),
+                        (0, 0),
                     )
                 )
             else:
@@ -181,7 +189,7 @@ def mask_tokens(
     if not 0.0 < mlm_probability < 1.0:
         raise ValueError(f"mlm_probability must be in (0, 1), got {mlm_probability}")
     candidates = [i for i, special in enumerate(special_tokens_mask) if not special]
-    masked, labels = list(input_ids), [-100] * len(input_ids)
+    masked, labels = list(input_ids), [IGNORE_INDEX] * len(input_ids)
     if not candidates:
         return masked, labels
     budget = max(1, round(len(candidates) * mlm_probability))
@@ -274,12 +282,9 @@ class PretrainingDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, index: int) -> dict[str, list[int] | int]:
         ex = self.examples[index]
-        ids = [self.cls, *ex.tokens_a, self.sep]
-        token_type_ids = [0] * len(ids)
-        if ex.tokens_b:
-            ids += [*ex.tokens_b, self.sep]
-            token_type_ids += [1] * (len(ex.tokens_b) + 1)
-        special = [int(i in (0, len(ex.tokens_a) + 1, len(ids) - 1)) for i in range(len(ids))]
+        ids, token_type_ids, special = build_inputs(
+            ex.tokens_a, ex.tokens_b or None, self.cls, self.sep
+        )
         word_starts = None
         if self.continuation_ids is not None:
             word_starts = [t not in self.continuation_ids for t in ids]
@@ -303,24 +308,42 @@ class PretrainingDataset(torch.utils.data.Dataset):
 
 
 def collate(batch: Sequence[dict], pad_token_id: int = 0) -> dict[str, torch.Tensor]:
-    """Pad a list of dataset items to the longest: input_ids, token_type_ids, attention_mask, mlm_labels (batch, seq), next_sentence_label (batch,)."""
+    """Pad dataset items to the longest: input_ids, token_type_ids, attention_mask, mlm_labels (batch, seq), next_sentence_label (batch,)."""
     if not batch:
         raise ValueError("cannot collate an empty batch")
     seq = max(len(item["input_ids"]) for item in batch)
-    out = {
-        "input_ids": torch.full((len(batch), seq), pad_token_id, dtype=torch.long),
-        "token_type_ids": torch.zeros((len(batch), seq), dtype=torch.long),
-        "attention_mask": torch.zeros((len(batch), seq), dtype=torch.long),
-        "mlm_labels": torch.full((len(batch), seq), -100, dtype=torch.long),
+
+    def column(values: Sequence[Sequence[int]], padding: int) -> torch.Tensor:
+        return torch.tensor([pad(v, seq, padding) for v in values], dtype=torch.long)
+
+    return {
+        "input_ids": column([item["input_ids"] for item in batch], pad_token_id),
+        "token_type_ids": column([item["token_type_ids"] for item in batch], 0),
+        "attention_mask": column([[1] * len(item["input_ids"]) for item in batch], 0),
+        "mlm_labels": column([item["mlm_labels"] for item in batch], IGNORE_INDEX),
+        "next_sentence_label": torch.tensor([item["next_sentence_label"] for item in batch]),
     }
-    for row, item in enumerate(batch):
-        n = len(item["input_ids"])
-        out["input_ids"][row, :n] = torch.tensor(item["input_ids"])
-        out["token_type_ids"][row, :n] = torch.tensor(item["token_type_ids"])
-        out["attention_mask"][row, :n] = 1
-        out["mlm_labels"][row, :n] = torch.tensor(item["mlm_labels"])
-    out["next_sentence_label"] = torch.tensor([item["next_sentence_label"] for item in batch])
-    return out
+
+
+def pretraining_metrics(batch: dict[str, torch.Tensor], out: Any) -> dict[str, tuple[float, int]]:
+    """The pretraining task's held-out measures of one batch, as (sum, count) for the loop to add.
+
+    mlm_loss and nsp_loss (per batch), mlm_accuracy (at every chosen position: [MASK], random
+    and kept) and nsp_accuracy. Passed to ``training.train``/``evaluate`` as ``metrics_fn``.
+    """
+    sums: dict[str, tuple[float, int]] = {}
+    for name in ("mlm_loss", "nsp_loss"):
+        if getattr(out, name, None) is not None:
+            sums[name] = (float(getattr(out, name)), 1)
+    for name, logits, labels in (
+        ("mlm_accuracy", out.mlm_logits, batch.get("mlm_labels")),
+        ("nsp_accuracy", out.nsp_logits, batch.get("next_sentence_label")),
+    ):
+        if logits is None or labels is None:
+            continue
+        keep = labels != IGNORE_INDEX  # logits (batch, seq, vocab) or (batch, 2): not sparse
+        sums[name] = (int((logits.argmax(-1)[keep] == labels[keep]).sum()), int(keep.sum()))
+    return sums
 
 
 def tokenize_documents(articles: Sequence, tokenizer) -> list[list[list[int]]]:
@@ -354,41 +377,3 @@ def heldout_dataset(
         dynamic=False,
         seed=seed,
     )
-
-
-def course_checkpoint() -> Path:
-    """The folder of the course checkpoint (data/course_checkpoint in the course repository)."""
-    folder = Path(__file__).resolve().parent.parent / "data" / "course_checkpoint"
-    if not (folder / "model.safetensors").is_file():
-        raise FileNotFoundError(
-            f"no course checkpoint in {folder}; it is committed in the course repository "
-            "(run from a checkout), and data/course_checkpoint/README.md gives the command "
-            "that re-creates it"
-        )
-    return folder
-
-
-@torch.no_grad()
-def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[tuple[str, float]]]:
-    """For each [MASK] in text, the top_k (token, probability) pairs of a masked-LM model."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
-    if top_k < 1:
-        raise ValueError(f"top_k must be at least 1, got {top_k}")
-    enc = tokenizer(text)
-    ids = torch.tensor([enc.input_ids])
-    positions = [i for i, t in enumerate(enc.input_ids) if t == tokenizer.mask_token_id]
-    if not positions:
-        raise ValueError(f"the text has no [MASK] token to fill: {text!r}")
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    out = model(input_ids=ids.to(device), attention_mask=torch.ones_like(ids).to(device))
-    model.train(was_training)
-    logits = out.mlm_logits if getattr(out, "mlm_logits", None) is not None else out.logits
-    probs = logits[0, positions].float().softmax(-1)  # (masks, vocab)
-    top = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
-    return [
-        [(tokenizer.convert_ids_to_tokens(int(i)), float(p)) for p, i in zip(ps, ids_)]
-        for ps, ids_ in zip(top.values, top.indices)
-    ]

@@ -1,9 +1,9 @@
-"""BERT's tokenizer from scratch: basic tokenization, WordPiece, vocabulary training, encoding.
+"""BERT's tokenizer from scratch: basic tokenization, WordPiece, the input layout, encoding.
 
     tok = BertTokenizer.from_pretrained(folder)          # a Hugging Face folder with vocab.txt
     enc = tok("a sentence", "another one", max_length=32, padding="max_length")
     enc.tokens, enc.input_ids, enc.token_type_ids, enc.attention_mask, enc.word_ids
-    vocab = train_wordpiece(texts, vocab_size=8000)      # learn a vocabulary: a list of tokens
+    tok = BertTokenizer(vocab)                           # a list of tokens (see wordpiece_trainer)
 
 Text goes through two stages, as in Google's BERT (tokenization.py) and Hugging Face's
 pure-Python BertTokenizer:
@@ -21,33 +21,37 @@ from __future__ import annotations
 
 import json
 import operator
-import os
 import re
-import tempfile
 import unicodedata
-from collections import Counter
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from minibert.utils import atomic_write
 
 __all__ = [
     "SPECIAL_TOKENS",
     "BasicTokenizer",
     "BertTokenizer",
     "Encoding",
+    "build_inputs",
     "get_tokens_and_segments",
     "is_chinese_char",
     "is_control",
     "is_punctuation",
     "is_whitespace",
     "load_vocab",
-    "train_wordpiece",
+    "pad",
     "wordpiece_tokenize",
 ]
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)  # the order train_wordpiece gives them: ids 0..4
+# their names in a Hugging Face tokenizer_config.json / special_tokens_map.json
+SPECIAL_TOKEN_NAMES = dict(
+    zip(("pad_token", "unk_token", "cls_token", "sep_token", "mask_token"), SPECIAL_TOKENS)
+)
 MAX_INPUT_CHARS_PER_WORD = 100  # longer words become [UNK], as in BERT
 TRUNCATION_STRATEGIES = ("longest_first", "only_first", "only_second")
 PADDING_STRATEGIES = ("longest", "max_length")
@@ -200,19 +204,22 @@ def wordpiece_tokenize(
     vocab: Container[str],
     unk_token: str = UNK,
     max_input_chars_per_word: int = MAX_INPUT_CHARS_PER_WORD,
+    max_piece_chars: int | None = None,
 ) -> list[str]:
     """Greedy longest-match-first WordPiece on one word: "unaffable" -> ["un", "##aff", "##able"].
 
     Take the longest prefix of the word that is in the vocabulary, then the longest "##" piece
     that continues it, until the word is used up. A word that no pieces cover, or that is longer
     than max_input_chars_per_word characters, becomes [unk_token] (the whole word, as BERT).
+    max_piece_chars (the longest piece of the vocabulary, "##" not counted) only saves time.
     """
     if len(word) > max_input_chars_per_word:
         return [unk_token]
+    longest = len(word) if max_piece_chars is None else max_piece_chars
     pieces = []
     start = 0
     while start < len(word):
-        end = len(word)
+        end = min(len(word), start + longest)
         while end > start:  # shrink the candidate from the right until the vocabulary has it
             piece = word[start:end] if start == 0 else "##" + word[start:end]
             if piece in vocab:
@@ -223,221 +230,6 @@ def wordpiece_tokenize(
         pieces.append(piece)
         start = end
     return pieces
-
-
-# ---- training a vocabulary ----------------------------------------------------------------
-
-
-def train_wordpiece(
-    texts: Iterable[str],
-    vocab_size: int,
-    lowercase: bool = True,
-    strip_accents: bool | None = None,
-    min_frequency: int = 2,
-    limit_alphabet: int | None = None,
-    criterion: str = "likelihood",
-    progress: bool = True,
-) -> list[str]:
-    """Learn a WordPiece vocabulary of vocab_size tokens from raw texts (ids = list positions).
-
-    The algorithm (WordPiece as described by Schuster and Nakajima, 2012, and in Hugging Face's
-    course), with this module's BasicTokenizer to cut the texts into words:
-
-    1. Count the words. Write each word as its characters, "##" before every non-initial one:
-       "hug" -> h ##u ##g. The alphabet is every such symbol (the limit_alphabet most frequent
-       ones, if given; words with other characters are then left out).
-    2. Repeat until the vocabulary has vocab_size tokens: among adjacent pairs (a, b) seen at
-       least min_frequency times, merge the one that most increases the likelihood of the corpus
-       under a unigram model of the symbols (criterion="likelihood", the default). With n_x the
-       count of symbol x and N the total, the log-likelihood is sum_x n_x log(n_x / N); merging
-       moves n_ab occurrences of a and of b into the new symbol ab, and the gain is computed
-       exactly. Per merged occurrence it is about log(N n_ab / (n_a n_b)): the log of the ratio
-       n_ab / (n_a n_b) that Hugging Face's course ranks pairs by (criterion="ratio"). Ranked
-       alone, that ratio prefers pairs of rare symbols and spends the vocabulary on rare words
-       spelled out letter by letter; the likelihood gain weighs it by how often the pair occurs.
-       Ties go to the pair seen first in the texts. The merged symbol is a + b without b's "##":
-       h + ##u -> hu, ##u + ##g -> ##ug.
-    3. Vocabulary = special tokens ([PAD] [UNK] [CLS] [SEP] [MASK], ids 0-4), then the alphabet
-       (sorted), then the new tokens in the order they were learned. Training stops early, with
-       fewer tokens, when no pair is frequent enough.
-
-    Pair and symbol counts are updated incrementally: a merge touches only the words that contain
-    the pair, and the scores of all pairs are recomputed at once with numpy. Training 8,000
-    tokens on 400k words takes well under a minute on one CPU core. Deterministic.
-    """
-    import numpy as np
-    from tqdm import tqdm
-
-    if isinstance(texts, str):
-        raise TypeError("texts must be an iterable of strings, got one str; wrap it in a list")
-    if criterion not in ("likelihood", "ratio"):
-        raise ValueError(f"criterion must be 'likelihood' or 'ratio', got {criterion!r}")
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
-        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
-    if min_frequency < 1:
-        raise ValueError(f"min_frequency must be >= 1, got {min_frequency}")
-    basic = BasicTokenizer(lowercase, strip_accents)
-    word_counts: Counter[str] = Counter()
-    for text in texts:
-        word_counts.update(basic.tokenize(text))
-    words = [
-        (w, f)
-        for w, f in word_counts.items()
-        if w not in basic.never_split and len(w) <= MAX_INPUT_CHARS_PER_WORD
-    ]
-
-    # 1. the alphabet: initial characters and "##" continuation characters
-    def symbols_of(word: str) -> list[str]:
-        return [word[0], *("##" + c for c in word[1:])]
-
-    symbol_counts: Counter[str] = Counter()
-    for w, f in words:
-        for sym in symbols_of(w):
-            symbol_counts[sym] += f
-    alphabet = sorted(symbol_counts)
-    if limit_alphabet is not None and len(alphabet) > limit_alphabet:
-        ranked = sorted(alphabet, key=lambda sym: (-symbol_counts[sym], sym))
-        alphabet = sorted(ranked[:limit_alphabet])
-    vocab = [*SPECIAL_TOKENS, *(a for a in alphabet if a not in SPECIAL_TOKENS)]
-    if len(vocab) > vocab_size:
-        raise ValueError(
-            f"vocab_size={vocab_size} is smaller than the special tokens plus the alphabet "
-            f"({len(vocab)} tokens); raise vocab_size or set limit_alphabet"
-        )
-
-    # symbols are ints: ids into `names`; each word is a list of symbol ids with a frequency
-    sym_id = {name: i for i, name in enumerate(vocab)}
-    names = list(vocab)
-    word_syms: list[list[int]] = []
-    word_freq: list[int] = []
-    for w, f in words:
-        syms = symbols_of(w)
-        if all(s in sym_id for s in syms):
-            word_syms.append([sym_id[s] for s in syms])
-            word_freq.append(f)
-    unit = np.zeros(len(names) + vocab_size, dtype=np.float64)  # count(symbol)
-    for syms, f in zip(word_syms, word_freq):
-        for s in syms:
-            unit[s] += f
-
-    # pair statistics: one row per pair ever seen; rows are never removed
-    row_of: dict[tuple[int, int], int] = {}
-    left: list[int] = []
-    right: list[int] = []
-    where: list[set[int]] = []  # words that contain (or once contained) each pair
-
-    def row(pair: tuple[int, int]) -> int:
-        r = row_of.get(pair)
-        if r is None:
-            r = row_of[pair] = len(left)
-            left.append(pair[0])
-            right.append(pair[1])
-            where.append(set())
-        return r
-
-    delta: Counter[int] = Counter()
-    for w, (syms, f) in enumerate(zip(word_syms, word_freq)):
-        for pair in zip(syms, syms[1:]):
-            r = row(pair)
-            delta[r] += f
-            where[r].add(w)
-    count = np.zeros(max(1024, 2 * len(left)), dtype=np.float64)
-    rows = np.fromiter(delta.keys(), dtype=np.int64, count=len(delta))
-    count[rows] = np.fromiter(delta.values(), dtype=np.float64, count=len(delta))
-    left_arr = np.zeros(len(count), dtype=np.int64)
-    right_arr = np.zeros(len(count), dtype=np.int64)
-    left_arr[: len(left)] = left
-    right_arr[: len(left)] = right
-    # candidate rows: a pair of old symbols can only lose counts, so once below min_frequency a
-    # row is out for good; new rows are appended as merges create new symbols
-    candidates = np.flatnonzero(count[: len(left)] >= min_frequency)
-
-    bar = tqdm(total=vocab_size - len(vocab), desc="WordPiece", unit="token", disable=not progress)
-    while len(vocab) < vocab_size and len(candidates):
-        c = count[candidates]
-        c_a, c_b = unit[left_arr[candidates]], unit[right_arr[candidates]]
-        total = float(unit.sum())
-        if criterion == "ratio":
-            score = c / (c_a * c_b)
-        else:
-            score = _likelihood_gain(
-                c, c_a, c_b, left_arr[candidates] == right_arr[candidates], total
-            )
-        score[c < min_frequency] = -np.inf
-        best = score.max()
-        if best == -np.inf:
-            break
-        r = int(candidates[np.argmax(score)])  # ties: the pair seen first (rows are in order)
-        a, b = left[r], right[r]
-        name = names[a] + names[b][2:]
-        new = sym_id.get(name)
-        if new is None:
-            new = sym_id[name] = len(names)
-            names.append(name)
-            vocab.append(name)
-            bar.update(1)
-        # 2. merge (a, b) in every word that has it, updating counts from the changed words only
-        delta.clear()
-        unit_delta: Counter[int] = Counter()
-        n_rows_before = len(left)
-        for w in sorted(where[r]):
-            syms = word_syms[w]
-            merged: list[int] = []
-            i, n = 0, len(syms)
-            while i < n:
-                if i + 1 < n and syms[i] == a and syms[i + 1] == b:
-                    merged.append(new)
-                    i += 2
-                else:
-                    merged.append(syms[i])
-                    i += 1
-            if len(merged) == n:
-                continue  # the pair left this word in an earlier merge
-            f = word_freq[w]
-            for pair in zip(syms, syms[1:]):
-                delta[row_of[pair]] -= f
-            for pair in zip(merged, merged[1:]):
-                nr = row(pair)
-                delta[nr] += f
-                where[nr].add(w)
-            k = (n - len(merged)) * f  # k occurrences of a and of b became new
-            unit_delta[a] -= k
-            unit_delta[b] -= k
-            unit_delta[new] += k
-            word_syms[w] = merged
-        where[r] = set()
-        if len(left) > len(count):  # grow the arrays for the new rows
-            grow = len(left) + len(count)
-            count = np.concatenate([count, np.zeros(grow)])
-            left_arr = np.concatenate([left_arr, np.zeros(grow, dtype=np.int64)])
-            right_arr = np.concatenate([right_arr, np.zeros(grow, dtype=np.int64)])
-        left_arr[n_rows_before : len(left)] = left[n_rows_before:]
-        right_arr[n_rows_before : len(left)] = right[n_rows_before:]
-        if delta:
-            idx = np.fromiter(delta.keys(), dtype=np.int64, count=len(delta))
-            count[idx] += np.fromiter(delta.values(), dtype=np.float64, count=len(delta))
-        for s, d in unit_delta.items():
-            unit[s] += d
-        fresh = np.arange(n_rows_before, len(left), dtype=np.int64)
-        candidates = np.concatenate([candidates[count[candidates] >= min_frequency], fresh])
-    bar.close()
-    return vocab
-
-
-def _likelihood_gain(n_ab: Any, n_a: Any, n_b: Any, same: Any, total: float) -> Any:
-    """Exact change of sum_x n_x log(n_x / N) when the pairs (a, b) merge; arrays (pairs,)."""
-    import numpy as np
-
-    def xlogx(x: Any) -> Any:
-        return x * np.log(np.maximum(x, 1.0))  # 0 log 0 = 0; counts are whole numbers
-
-    # a pair of one symbol with itself ("##s" "##s") removes 2 n_ab of that symbol
-    rest_a = n_a - np.where(same, 2 * n_ab, n_ab)
-    rest_b = np.where(same, 0.0, n_b - n_ab)
-    before = xlogx(n_a) + np.where(same, 0.0, xlogx(n_b))
-    after = xlogx(n_ab) + xlogx(rest_a) + xlogx(rest_b)
-    # sum_x n_x log(n_x / N) = sum_x n_x log n_x - N log N, and N shrinks by n_ab
-    return after - before - xlogx(total - n_ab) + xlogx(total)
 
 
 # ---- vocabulary files ----------------------------------------------------------------------
@@ -477,7 +269,10 @@ def load_vocab(path: str | Path) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no vocabulary file at {path}; expected a vocab.txt")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark is not a token
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"vocabulary file {path} is not UTF-8 text ({exc})") from None
     if text.endswith("\n"):
         text = text[:-1]
     tokens = text.split("\n") if text else []  # not splitlines(): tokens may hold \x85 or \u2028
@@ -485,16 +280,26 @@ def load_vocab(path: str | Path) -> list[str]:
     return tokens
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Write text to path through a temporary file in the same folder and os.replace."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def _read_tokenizer_config(file: Path) -> dict[str, Any]:
+    """tokenizer_config.json as a dict ({} when absent); a broken file raises naming it."""
+    if not file.is_file():
+        return {}
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        config = json.loads(file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{file} is not valid JSON ({exc}); fix or delete it") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{file} must hold a JSON object, got {type(config).__name__}")
+    for key, allowed in (
+        ("do_lower_case", (True, False)),
+        ("tokenize_chinese_chars", (True, False)),
+        ("strip_accents", (True, False, None)),
+    ):
+        if key in config and not any(config[key] is a for a in allowed):
+            raise ValueError(
+                f"{file}: {key} must be true or false (JSON booleans), got {config[key]!r}"
+            )
+    return config
 
 
 # ---- encodings -----------------------------------------------------------------------------
@@ -521,15 +326,37 @@ class Encoding:
         return getattr(self, key)
 
 
+T = TypeVar("T")
+
+
+def build_inputs(
+    first: Sequence[T], second: Sequence[T] | None, cls: T, sep: T
+) -> tuple[list[T], list[int], list[int]]:
+    """BERT's input layout [CLS] A [SEP] (B [SEP]) -> (sequence, token_type_ids, special mask).
+
+    Works on anything per position: tokens, ids or word indices. token_type_ids are 0 for
+    [CLS] A [SEP] and 1 for B [SEP]; the special-tokens mask is 1 at [CLS] and each [SEP].
+    """
+    sequence = [cls, *first, sep]
+    token_type_ids = [0] * len(sequence)
+    special = [1, *[0] * len(first), 1]
+    if second is not None:
+        sequence += [*second, sep]
+        token_type_ids += [1] * (len(second) + 1)
+        special += [*[0] * len(second), 1]
+    return sequence, token_type_ids, special
+
+
+def pad(values: Sequence[T], length: int, value: T) -> list[T]:
+    """values followed by `value` up to `length` items (unchanged when already that long)."""
+    return [*values, *[value] * (length - len(values))]
+
+
 def get_tokens_and_segments(
     tokens_a: list[str], tokens_b: list[str] | None = None
 ) -> tuple[list[str], list[int]]:
     """d2l's helper: [CLS] A [SEP] (B [SEP]) and its segment ids, 0 for A's part and 1 for B's."""
-    tokens = [CLS, *tokens_a, SEP]
-    segments = [0] * (len(tokens_a) + 2)
-    if tokens_b is not None:
-        tokens += [*tokens_b, SEP]
-        segments += [1] * (len(tokens_b) + 1)
+    tokens, segments, _ = build_inputs(tokens_a, tokens_b, CLS, SEP)
     return tokens, segments
 
 
@@ -579,9 +406,16 @@ class BertTokenizer:
         self.mask_token_id = self.vocab[MASK]
         self.all_special_ids = [self.vocab[t] for t in SPECIAL_TOKENS]
         self._special_re = re.compile("(" + "|".join(map(re.escape, SPECIAL_TOKENS)) + ")")
-        # no piece is longer than these (in characters, without "##"): bounds the greedy search
-        self._max_initial = max((len(t) for t in tokens if not t.startswith("##")), default=0)
-        self._max_continuation = max((len(t) - 2 for t in tokens if t.startswith("##")), default=0)
+        # no piece is longer than this (in characters, without "##"): bounds the greedy search
+        self._max_piece_chars = max((len(t.removeprefix("##")) for t in tokens), default=0)
+        self._pad_values = {  # what each Encoding field holds at a padding position
+            "tokens": PAD,
+            "input_ids": self.pad_token_id,
+            "token_type_ids": 0,
+            "attention_mask": 0,
+            "special_tokens_mask": 1,
+            "word_ids": None,
+        }
         self._cache: dict[str, tuple[tuple[str, ...], tuple[int, ...]]] = {}
 
     # -- loading and saving --
@@ -605,12 +439,8 @@ class BertTokenizer:
                 f"no vocab.txt in {folder}; expected a tokenizer folder as written by "
                 "save_pretrained (vocab.txt + tokenizer_config.json)"
             )
-        config: dict[str, Any] = {}
-        if (folder / "tokenizer_config.json").is_file():
-            config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
-        for key, expected in zip(
-            ("pad_token", "unk_token", "cls_token", "sep_token", "mask_token"), SPECIAL_TOKENS
-        ):
+        config = _read_tokenizer_config(folder / "tokenizer_config.json")
+        for key, expected in SPECIAL_TOKEN_NAMES.items():
             value = config.get(key, expected)
             value = value.get("content", expected) if isinstance(value, dict) else value
             if value != expected:
@@ -621,9 +451,9 @@ class BertTokenizer:
         max_length = config.get("model_max_length", 512)
         return cls.from_vocab_file(
             folder / "vocab.txt",
-            lowercase=bool(config.get("do_lower_case", True)),
+            lowercase=config.get("do_lower_case", True),
             strip_accents=config.get("strip_accents"),
-            tokenize_chinese_chars=bool(config.get("tokenize_chinese_chars", True)),
+            tokenize_chinese_chars=config.get("tokenize_chinese_chars", True),
             model_max_length=max_length
             if isinstance(max_length, int) and max_length < 10**9
             else 512,
@@ -633,9 +463,7 @@ class BertTokenizer:
         """Write vocab.txt, tokenizer_config.json and special_tokens_map.json into a folder."""
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
-        specials = dict(
-            zip(("pad_token", "unk_token", "cls_token", "sep_token", "mask_token"), SPECIAL_TOKENS)
-        )
+        specials = SPECIAL_TOKEN_NAMES
         config = {
             "tokenizer_class": "BertTokenizer",
             "do_lower_case": self.lowercase,
@@ -644,9 +472,9 @@ class BertTokenizer:
             "model_max_length": self.model_max_length,
             **specials,
         }
-        _write_atomically(folder / "vocab.txt", "".join(t + "\n" for t in self.ids_to_tokens))
-        _write_atomically(folder / "tokenizer_config.json", json.dumps(config, indent=2) + "\n")
-        _write_atomically(folder / "special_tokens_map.json", json.dumps(specials, indent=2) + "\n")
+        atomic_write(folder / "vocab.txt", "".join(t + "\n" for t in self.ids_to_tokens))
+        atomic_write(folder / "tokenizer_config.json", json.dumps(config, indent=2) + "\n")
+        atomic_write(folder / "special_tokens_map.json", json.dumps(specials, indent=2) + "\n")
         return folder
 
     # -- vocabulary --
@@ -691,30 +519,11 @@ class BertTokenizer:
     # -- tokenizing --
 
     def _wordpiece(self, word: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
-        """Greedy longest-match-first on one word, cached; the same result as wordpiece_tokenize."""
+        """wordpiece_tokenize on one word, with ids, cached (words repeat a lot in text)."""
         cached = self._cache.get(word)
         if cached is not None:
             return cached
-        if len(word) > MAX_INPUT_CHARS_PER_WORD:
-            pieces = [UNK]
-        else:
-            pieces = []
-            vocab, start, n = self.vocab, 0, len(word)
-            while start < n:
-                if start == 0:
-                    end = min(n, self._max_initial)
-                else:
-                    end = min(n, start + self._max_continuation)
-                while end > start:
-                    piece = word[start:end] if start == 0 else "##" + word[start:end]
-                    if piece in vocab:
-                        break
-                    end -= 1
-                else:
-                    pieces = [UNK]
-                    break
-                pieces.append(piece)
-                start = end
+        pieces = wordpiece_tokenize(word, self.vocab, max_piece_chars=self._max_piece_chars)
         result = (tuple(pieces), tuple(self.vocab[p] for p in pieces))
         if len(self._cache) >= 1 << 20:  # a bound for endless streams of new words
             self._cache.clear()
@@ -764,7 +573,9 @@ class BertTokenizer:
         or "only_second" cut one segment; None (default) means "longest_first" when max_length
         is given. padding: False, "longest" (no-op for one input) or "max_length".
         """
-        return self._encode(text, text_pair, max_length, truncation, padding, pad_to=None)
+        n_special = 2 if text_pair is None else 3
+        options = self._check_options(n_special, max_length, truncation, padding)
+        return self._encode(text, text_pair, *options)
 
     def _check_options(
         self, n_special: int, max_length: int | None, truncation: Any, padding: Any
@@ -806,43 +617,29 @@ class BertTokenizer:
         text: str,
         text_pair: str | None,
         max_length: int | None,
-        truncation: Any,
-        padding: Any,
-        pad_to: int | None,
+        truncation: str | None,
+        padding: str | None,
     ) -> Encoding:
+        """Encode with options already checked by _check_options."""
         if text_pair is not None and not isinstance(text_pair, str):
             raise TypeError(f"text_pair must be a str or None, got {type(text_pair).__name__}")
-        n_special = 2 if text_pair is None else 3
-        max_length, truncation, padding = self._check_options(
-            n_special, max_length, truncation, padding
-        )
         if truncation == "only_second" and text_pair is None:
             raise ValueError("truncation='only_second' needs a text_pair; use True for one text")
         a = self._encode_text(text)
         b = self._encode_text(text_pair) if text_pair is not None else None
         if truncation and max_length is not None:
+            n_special = 2 if text_pair is None else 3
             a, b = _truncate(a, b, max_length - n_special, truncation)
-        tokens = [CLS, *a[0], SEP]
-        ids = [self.cls_token_id, *a[1], self.sep_token_id]
-        word_ids: list[int | None] = [None, *a[2], None]
-        segments = [0] * len(ids)
-        if b is not None:
-            tokens += [*b[0], SEP]
-            ids += [*b[1], self.sep_token_id]
-            word_ids += [*b[2], None]
-            segments += [1] * (len(b[1]) + 1)
-        special = [1] + [0] * len(a[1]) + [1] + ([0] * len(b[1]) + [1] if b is not None else [])
-        attention = [1] * len(ids)
-        target = pad_to if pad_to is not None else max_length if padding == "max_length" else None
-        n_pad = target - len(ids) if target is not None and target > len(ids) else 0
-        return Encoding(
-            tokens=tokens + [PAD] * n_pad,
-            input_ids=ids + [self.pad_token_id] * n_pad,
-            token_type_ids=segments + [0] * n_pad,
-            attention_mask=attention + [0] * n_pad,
-            special_tokens_mask=special + [1] * n_pad,
-            word_ids=word_ids + [None] * n_pad,
+        tokens, token_type_ids, special = build_inputs(a[0], b and b[0], CLS, SEP)
+        enc = Encoding(
+            tokens=tokens,
+            input_ids=build_inputs(a[1], b and b[1], self.cls_token_id, self.sep_token_id)[0],
+            token_type_ids=token_type_ids,
+            attention_mask=[1] * len(tokens),
+            special_tokens_mask=special,
+            word_ids=build_inputs(a[2], b and b[2], None, None)[0],
         )
+        return self._pad(enc, max_length) if padding == "max_length" else enc
 
     def encode_batch(
         self,
@@ -864,6 +661,8 @@ class BertTokenizer:
             )
         if return_tensors not in ("pt", None):
             raise ValueError(f"return_tensors must be 'pt' or None, got {return_tensors!r}")
+        if not batch:
+            raise ValueError("batch is empty: encode_batch needs at least one text")
         pairs = [(x, None) if isinstance(x, str) else x for x in batch]
         for i, pair in enumerate(pairs):
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
@@ -871,10 +670,12 @@ class BertTokenizer:
                     f"batch item {i} is a {type(pair).__name__}; expected a str or a "
                     "(text, text_pair) tuple"
                 )
-        encodings = [self._encode(a, b, max_length, truncation, False, None) for a, b in pairs]
         n_special = 3 if any(b is not None for _, b in pairs) else 2
-        max_length, _, padding = self._check_options(n_special, max_length, truncation, padding)
-        if padding is not None and encodings:
+        max_length, truncation, padding = self._check_options(
+            n_special, max_length, truncation, padding
+        )  # once for the whole batch
+        encodings = [self._encode(a, b, max_length, truncation, None) for a, b in pairs]
+        if padding is not None:
             target = max(map(len, encodings))
             if padding == "max_length":
                 target = max(target, max_length)
@@ -886,22 +687,11 @@ class BertTokenizer:
         import torch
 
         keys = ("input_ids", "token_type_ids", "attention_mask")
-        if not encodings:
-            return {k: torch.zeros(0, 0, dtype=torch.long) for k in keys}
         return {k: torch.tensor([e[k] for e in encodings], dtype=torch.long) for k in keys}
 
-    def _pad(self, enc: Encoding, target: int) -> Encoding:
-        n = target - len(enc)
-        if n <= 0:
-            return enc
-        return Encoding(
-            tokens=enc.tokens + [PAD] * n,
-            input_ids=enc.input_ids + [self.pad_token_id] * n,
-            token_type_ids=enc.token_type_ids + [0] * n,
-            attention_mask=enc.attention_mask + [0] * n,
-            special_tokens_mask=enc.special_tokens_mask + [1] * n,
-            word_ids=enc.word_ids + [None] * n,
-        )
+    def _pad(self, enc: Encoding, length: int) -> Encoding:
+        """The encoding padded at the end to `length` positions ([PAD], mask 0, segment 0)."""
+        return Encoding(**{f: pad(getattr(enc, f), length, v) for f, v in self._pad_values.items()})
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = False) -> str:
         """Ids (seq,) -> text: pieces joined by spaces, "##" pieces glued to the one before."""

@@ -1,18 +1,25 @@
-"""Reproducibility and device helpers used by every lesson."""
+"""Reproducibility, devices and safe file writes: the helpers every other module uses."""
 
 from __future__ import annotations
 
 import os
 import random
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import torch
+if TYPE_CHECKING:
+    import torch
 
 
 def set_seed(seed: int) -> None:
     """Seed Python's random, NumPy and PyTorch (CPU and every GPU) with one integer."""
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    import numpy as np
+    import torch
+
     random.seed(seed)
     os.environ["PYTHONHASHSEED"] = str(seed)
     np.random.seed(seed % 2**32)
@@ -21,9 +28,55 @@ def set_seed(seed: int) -> None:
 
 def default_device() -> torch.device:
     """The device to use: CUDA when a GPU is present, else Apple's MPS, else the CPU."""
+    import torch
+
     if torch.cuda.is_available():
         return torch.device("cuda")
     mps = getattr(torch.backends, "mps", None)
     if mps is not None and mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask means setting it; put it straight back
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(target: str | Path, content: str | bytes | Callable[[str], None]) -> Path:
+    """Write a file all at once: into a hidden temporary file beside it, then rename it in place.
+
+    ``content`` is the text (UTF-8, "\\n" line ends), the bytes, or a function that writes the
+    temporary path it is given. An interrupted write leaves the old file (or none), never half a
+    file. The file gets the permissions a plain ``open()`` would give (0o666 less the umask),
+    so a teacher's shared folder stays readable.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if isinstance(content, str):
+                f.write(content.encode("utf-8"))
+            elif isinstance(content, bytes):
+                f.write(content)
+        if callable(content):
+            content(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def remove_partial_files(folder: str | Path) -> list[Path]:
+    """Delete the hidden ``.*.partial`` files that a hard-killed atomic_write left in folder."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    leftovers = sorted(folder.glob(".*.partial"))
+    for file in leftovers:
+        file.unlink(missing_ok=True)
+    return leftovers

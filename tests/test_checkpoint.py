@@ -263,10 +263,40 @@ def test_unexpected_keys_are_listed(saved):
     ],
 )
 def test_config_that_does_not_match_the_weights_raises(saved, change, message):
+    # a Hugging Face folder: weights without minibert's record of the config they were saved with
+    rewrite_weights(saved, lambda state: None)
     config = json.loads((saved / "config.json").read_text()) | change
     (saved / "config.json").write_text(json.dumps(config))
     with pytest.raises(ValueError, match=message):
         BertForPreTraining.from_pretrained(saved)
+
+
+def test_a_save_interrupted_between_its_files_still_loads(saved, monkeypatch):
+    # new weights were written, then the save stopped before config.json: the old config stays
+    old = BertForPreTraining.from_pretrained(saved)
+    bigger = BertForPreTraining(old.config.replace(hidden_size=48, num_heads=3))
+    real = checkpoint.atomic_write
+
+    def stop_before_config(target, content):
+        if target.name == "config.json":
+            raise KeyboardInterrupt
+        return real(target, content)
+
+    monkeypatch.setattr(checkpoint, "atomic_write", stop_before_config)
+    with pytest.raises(KeyboardInterrupt):
+        bigger.save_pretrained(saved)
+    monkeypatch.undo()
+    assert json.loads((saved / "config.json").read_text())["hidden_size"] == 24  # the old one
+    with pytest.warns(UserWarning, match="saved with other sizes"):
+        loaded = BertForPreTraining.from_pretrained(saved)  # the new model, whole
+    for name, tensor in bigger.state_dict().items():
+        torch.testing.assert_close(loaded.state_dict()[name], tensor)
+
+
+def test_editing_dropout_in_config_json_is_honoured(saved):
+    config = json.loads((saved / "config.json").read_text()) | {"hidden_dropout_prob": 0.3}
+    (saved / "config.json").write_text(json.dumps(config))
+    assert BertForPreTraining.from_pretrained(saved).config.hidden_dropout == 0.3
 
 
 def test_an_untied_decoder_is_refused(saved):

@@ -50,7 +50,7 @@ def test_pretrain_writes_a_loadable_model_and_reports_metrics(pretrained):
     out, _, stdout = pretrained
     names = {p.name for p in out.iterdir()}
     assert {"config.json", "model.safetensors", "vocab.txt", "history.json"} <= names
-    assert "97 training and 9 held-out articles" in stdout
+    assert "97 training and 9 held-out documents" in stdout
     assert "held-out: loss" in stdout and "mlm_accuracy" in stdout and "nsp_accuracy" in stdout
     history = json.loads((out / "history.json").read_text())
     assert [h["step"] for h in history] == [1, 2, 3, 4, 5, 6]
@@ -60,12 +60,15 @@ def test_pretrain_writes_a_loadable_model_and_reports_metrics(pretrained):
     assert config["hidden_dropout_prob"] == config["attention_probs_dropout_prob"] == 0.1
 
 
-def test_resume_after_the_end_changes_nothing(pretrained):
+def test_a_finished_run_is_neither_resumed_nor_overwritten(pretrained):
     out, args, _ = pretrained
-    before = json.loads((out / "history.json").read_text())
-    done = minibert(*args, "--resume")
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads((out / "history.json").read_text()) == before
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    done = minibert(*args, "--resume")  # finished: nothing to resume
+    assert done.returncode == 2 and "no interrupted run" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    done = minibert(*args)  # a second run into the same folder
+    assert done.returncode == 2 and "--overwrite" in done.stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
 def test_fill_mask_prints_top_k(pretrained):

@@ -3,7 +3,6 @@
 import json
 
 import pytest
-import torch
 import transformers
 
 from minibert.assets import path as asset_path
@@ -117,10 +116,3 @@ def test_hugging_face_configs_minibert_cannot_represent_are_refused(change, mess
 def test_missing_config_json_says_where(tmp_path):
     with pytest.raises(FileNotFoundError, match="no config.json"):
         BertConfig.from_hf_config(tmp_path)
-
-
-def test_check_inputs_accepts_what_fits():
-    cfg = BertConfig.preset("tiny", vocab_size=50, max_position_embeddings=8)
-    ids = torch.randint(0, 50, (2, 8))
-    cfg.check_inputs(ids, torch.ones_like(ids), torch.ones_like(ids))
-    cfg.check_inputs(ids, None, torch.ones(2, 8, dtype=torch.bool))

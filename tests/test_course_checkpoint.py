@@ -7,12 +7,12 @@ import pytest
 import torch
 import transformers
 
-from minibert import corpora, pretraining
+from minibert import assets, corpora, pretraining
 from minibert.model import BertForPreTraining
 from minibert.tokenization import BertTokenizer
 from minibert.training import evaluate
 
-FOLDER = pretraining.course_checkpoint()
+FOLDER = assets.course_checkpoint()
 CARD = json.loads((FOLDER / "card.json").read_text())
 # the subset is re-measured in eval mode with a fixed mask, so only float summation order can
 # differ between machines; 0.002 is a few answers out of the subset's ~2,900 masked tokens
@@ -48,7 +48,13 @@ def test_heldout_accuracy_is_what_the_card_says():
         corpora.wikipedia_articles("heldout"), tok, CARD["recipe"]["max_len"], seed=1
     )
     subset = torch.utils.data.Subset(heldout, range(CARD["subset"]["examples"]))
-    metrics = evaluate(model, subset, 64, lambda b: pretraining.collate(b, tok.pad_token_id))
+    metrics = evaluate(
+        model,
+        subset,
+        64,
+        lambda b: pretraining.collate(b, tok.pad_token_id),
+        metrics_fn=pretraining.pretraining_metrics,
+    )
     assert metrics["mlm_accuracy"] == pytest.approx(CARD["subset"]["mlm_accuracy"], abs=TOLERANCE)
     assert len(heldout) == CARD["heldout_examples"]
 

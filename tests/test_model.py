@@ -1,9 +1,12 @@
 """minibert.model: parity with Hugging Face transformers, the real MiniLM, gradients, padding, errors."""
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
 import transformers
+from conftest import make_tiny_config
 
 import minibert
 from minibert.assets import path as asset_path
@@ -207,7 +210,7 @@ def test_bert_base_has_the_papers_110m_parameters():
 
 # --- training behaviour ------------------------------------------------------------------------
 
-TINY = BertConfig(vocab_size=60, hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48)
+TINY = make_tiny_config(num_heads=4, intermediate_size=48, max_position_embeddings=512)
 
 
 def one_step_loss(model, ids, types, mask):
@@ -398,7 +401,13 @@ def test_bad_labels_raise(kwargs, message):
         (lambda ids: (ids, torch.full_like(ids, 2)), r"token_type_ids must lie in \[0, 2\)"),
         (lambda ids: (ids, ids[:, :4] * 0), r"token_type_ids must have the shape.*\(3, 12\)"),
         (lambda ids: (ids, None, torch.ones(3, 11)), r"attention_mask must have the shape"),
-        (lambda ids: (ids, None, torch.full_like(ids, 2)), r"attention_mask must lie in \[0, 2\)"),
+        (lambda ids: (ids, None, torch.full_like(ids, 2)), r"only 1 \(real token\) and 0.*\[2\]"),
+        (lambda ids: (ids, None, torch.full_like(ids, -10000.0)), r"additive mask"),
+        (lambda ids: (ids, None, torch.full_like(ids, 0.5, dtype=torch.float)), r"\[0\.5\]"),
+        (lambda ids: (ids, None, torch.full_like(ids, math.nan, dtype=torch.float)), r"NaN"),
+        (lambda ids: (ids.bool(),), r"input_ids must hold integer ids.*torch.bool"),
+        (lambda ids: (ids.to(torch.uint8),), r"input_ids must hold integer ids.*torch.uint8"),
+        (lambda ids: (ids[:0],), r"batch >= 1"),
         (lambda ids: (ids[0],), r"shape \(batch, seq\).*got \(12,\).*unsqueeze\(0\)"),
         (lambda ids: (ids[:, :0],), r"seq >= 1"),
         (lambda ids: (ids.tolist(),), r"input_ids must be a tensor"),
@@ -421,11 +430,9 @@ def test_public_names():
 def test_sparse_mlm_gives_the_same_loss_and_gradients():
     # pretraining scores only the masked positions; the loss and every gradient stay the same
     torch.manual_seed(0)
-    config = BertConfig(
+    config = make_tiny_config(
         vocab_size=50,
         hidden_size=16,
-        num_layers=2,
-        num_heads=2,
         intermediate_size=32,
         max_position_embeddings=16,
         hidden_dropout=0.0,
@@ -448,3 +455,27 @@ def test_sparse_mlm_gives_the_same_loss_and_gradients():
     for full, sparse in zip(results[0][1], results[1][1]):
         torch.testing.assert_close(full, sparse, atol=1e-6, rtol=1e-5)
     assert results[0][2] == (3, 10, 50) and results[1][2] == (4, 50)
+
+
+def test_the_additive_mask_is_built_once_and_every_layer_gets_it(monkeypatch):
+    from minibert import model as model_module
+
+    model = BertModel(TINY.replace(num_layers=4)).eval()
+    ids, types, mask = batch(vocab=60)
+    built, seen = [], []
+    real = model_module.padding_mask
+    monkeypatch.setattr(
+        model_module, "padding_mask", lambda *a, **k: built.append(1) or real(*a, **k)
+    )
+    hooks = [
+        layer.attention.register_forward_pre_hook(lambda m, args: seen.append(args[1]))
+        for layer in model.encoder.layers
+    ]
+    with torch.no_grad():
+        model(ids, types, mask)
+    for h in hooks:
+        h.remove()
+    assert len(built) == 1  # once per forward, not once per layer
+    assert len(seen) == 4 and all(s is seen[0] for s in seen)  # the same prepared tensor
+    assert seen[0].shape == (3, 1, 1, 12) and seen[0].dtype == torch.float32
+    assert seen[0].max() == 0 and seen[0].min() == torch.finfo(torch.float32).min

@@ -42,9 +42,67 @@ def test_heavy_modules_load_when_needed():
 def test_public_api_resolves():
     for name in minibert._EXPORTS:
         assert getattr(minibert, name) is not None, name
-    for name in minibert._SUBMODULES:
-        if (ROOT / "minibert" / f"{name}.py").exists():
-            assert getattr(minibert, name).__name__ == f"minibert.{name}"
+    for name in minibert._SUBMODULES:  # every listed module exists: none may be skipped
+        assert getattr(minibert, name).__name__ == f"minibert.{name}"
+    assert sorted(minibert.__all__) == sorted({*minibert._EXPORTS, *minibert._SUBMODULES})
+
+
+def test_star_import_gives_every_name():
+    namespace: dict = {}
+    exec("from minibert import *", namespace)
+    assert set(minibert.__all__) <= set(namespace)
+
+
+def _package_imports() -> dict[str, set[str]]:
+    """module -> the package modules it imports (anywhere in the file, deferred imports too)."""
+    import ast
+
+    graph = {}
+    for file in (ROOT / "minibert").glob("*.py"):
+        name = file.stem
+        found = set()
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "minibert":
+                found |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("minibert."):
+                found.add(node.module.split(".")[1])
+            elif isinstance(node, ast.Import):
+                found |= {
+                    a.name.split(".")[1] for a in node.names if a.name.startswith("minibert.")
+                }
+        graph[name] = {m for m in found if (ROOT / "minibert" / f"{m}.py").exists()} - {name}
+    return graph
+
+
+def test_package_imports_have_no_cycle():
+    graph = _package_imports()
+    assert graph["checkpoint"] and graph["model"]  # the walk sees imports at all
+    done, path = set(), []
+
+    def visit(module: str) -> None:
+        if module in path:
+            cycle = path[path.index(module) :] + [module]
+            raise AssertionError("import cycle: " + " -> ".join(cycle))
+        if module in done:
+            return
+        path.append(module)
+        for other in sorted(graph[module]):
+            visit(other)
+        path.pop()
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module)
+
+
+def test_imports_follow_the_one_way_data_flow():
+    graph = _package_imports()
+    readers = {"viz", "exercises", "inference", "recipes", "cli"}
+    for module in ("model", "training", "checkpoint", "pretraining", "tokenization", "config"):
+        assert not graph[module] & readers, f"{module} imports {sorted(graph[module] & readers)}"
+    assert graph["model"] <= {"config", "attention", "checkpoint"}
+    assert graph["checkpoint"] <= {"config", "utils"}  # knows no model class
+    assert graph["training"] <= {"utils"}  # knows no task
     with pytest.raises(AttributeError, match="no attribute 'BertForEverything'"):
         minibert.BertForEverything  # noqa: B018
 

@@ -2,10 +2,10 @@
 
 import pytest
 import torch
+from conftest import make_tiny_config
 
 from minibert import pretraining as P
 from minibert import set_seed
-from minibert.config import BertConfig
 from minibert.model import BertForPreTraining, BertForSequenceClassification
 from minibert.training import (
     STATE_FILE,
@@ -21,15 +21,7 @@ VOCAB = 60  # ids 0-4 special ([PAD] [UNK] [CLS] [SEP] [MASK]), 5.. ordinary
 
 def tiny_model(seed: int = 0) -> BertForPreTraining:
     set_seed(seed)
-    config = BertConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        num_layers=2,
-        num_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
-    return BertForPreTraining(config)
+    return BertForPreTraining(make_tiny_config(vocab_size=VOCAB))
 
 
 def synthetic_documents(n_docs: int = 40, seed: int = 0) -> list[list[list[int]]]:
@@ -73,6 +65,7 @@ def run(data, out_dir=None, steps=12, **kwargs):
         lr=3e-3,
         eval_every=4,
         collate_fn=P.collate,
+        metrics_fn=P.pretraining_metrics,
         out_dir=out_dir,
         progress=False,
         **kwargs,
@@ -141,12 +134,9 @@ def test_gradient_accumulation_matches_a_bigger_batch():
     results = []
     for batch_size, accum in ((8, 1), (4, 2)):
         set_seed(0)
-        config = BertConfig(
+        config = make_tiny_config(
             vocab_size=VOCAB,
-            hidden_size=32,
             num_layers=1,
-            num_heads=2,
-            intermediate_size=64,
             max_position_embeddings=16,
             hidden_dropout=0.0,
             attention_dropout=0.0,
@@ -220,7 +210,7 @@ def test_resume_continues_exactly(data, tmp_path):
 
 def test_resume_with_other_settings_is_refused(data, tmp_path):
     run(data, out_dir=tmp_path, steps=4)
-    with pytest.raises(TrainingError, match="steps=4"):
+    with pytest.raises(TrainingError, match=r"steps=8 \(the checkpoint has 4\)"):
         run(data, out_dir=tmp_path, steps=8, resume=True)
 
 
@@ -291,10 +281,13 @@ def test_both_nsp_labels_contribute_to_the_loss(data):
 def test_evaluate_counts_only_labelled_positions(data):
     _, eval_data = data
     model = tiny_model()
-    metrics = evaluate(model, eval_data, batch_size=4, collate_fn=P.collate)
+    metrics = evaluate(
+        model, eval_data, batch_size=4, collate_fn=P.collate, metrics_fn=P.pretraining_metrics
+    )
     assert set(metrics) == {"loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy"}
     assert metrics["loss"] == pytest.approx(metrics["mlm_loss"] + metrics["nsp_loss"])
     assert model.training  # evaluate restores the mode it found
+    assert set(evaluate(model, eval_data, batch_size=4, collate_fn=P.collate)) == {"loss"}
 
 
 def test_training_curves_plot(data):

@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
+from conftest import make_tiny_config
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
@@ -413,12 +414,15 @@ def tiny_model_and_tokenizer():
     import transformers
 
     from minibert.assets import path
-    from minibert.config import BertConfig
     from minibert.model import BertModel
 
     torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=30522, hidden_size=16, num_layers=2, num_heads=4, intermediate_size=32
+    config = make_tiny_config(
+        vocab_size=30522,
+        hidden_size=16,
+        num_heads=4,
+        intermediate_size=32,
+        max_position_embeddings=512,
     )
     tokenizer = transformers.BertTokenizerFast.from_pretrained(path("minilm"))
     return BertModel(config).train(), tokenizer

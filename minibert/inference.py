@@ -1,0 +1,47 @@
+"""A trained folder answering questions: fill in [MASK] tokens.
+
+    model = BertForPreTraining.from_pretrained(folder)
+    tok = BertTokenizer.from_pretrained(folder)
+    fill_mask(model, tok, "the [MASK] of france is paris .")   # [[("capital", 0.41), ...]]
+
+Reads models and tokenizers; trains nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = ["fill_mask"]
+
+
+@torch.no_grad()
+def fill_mask(
+    model: nn.Module, tokenizer: Any, text: str, top_k: int = 5
+) -> list[list[tuple[str, float]]]:
+    """For each [MASK] in text, the top_k (token, probability) pairs of a masked-LM model."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"top_k must be a positive int, got {top_k!r}")
+    enc = tokenizer(text)
+    ids = torch.tensor([enc.input_ids])  # (1, seq)
+    positions = [i for i, t in enumerate(enc.input_ids) if t == tokenizer.mask_token_id]
+    if not positions:
+        raise ValueError(f"the text has no [MASK] token to fill: {text!r}")
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    try:
+        out = model(input_ids=ids.to(device), attention_mask=torch.ones_like(ids).to(device))
+    finally:
+        model.train(was_training)
+    logits = out.mlm_logits if getattr(out, "mlm_logits", None) is not None else out.logits
+    probs = logits[0, positions].float().softmax(-1)  # (masks, vocab)
+    top = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
+    return [
+        [(tokenizer.convert_ids_to_tokens(int(i)), float(p)) for p, i in zip(ps, ids_)]
+        for ps, ids_ in zip(top.values, top.indices)
+    ]

@@ -1,0 +1,301 @@
+"""Recipes: text in, a saved model folder out. The CLI, the notebooks and the benchmarks call these.
+
+    from minibert.recipes import pretrain
+    result = pretrain("runs/mini", steps=2000, preset="mini")   # corpus -> vocabulary -> examples
+    result.history[-1]                                          #   -> model -> loop -> folder
+
+``pretrain`` composes the package's pieces in order: read the corpus and split it into training
+and held-out documents, train a WordPiece vocabulary (or load one), cut the documents into
+NSP pairs and mask them (``pretraining``), build a ``BertForPreTraining`` (``model``), run the
+loop (``training``) and save the folder (``checkpoint``): config.json, model.safetensors,
+vocab.txt, tokenizer files and history.json, which ``from_pretrained`` and transformers load.
+
+Nothing is written until every argument has been checked. A folder that already holds another
+model is refused unless ``overwrite=True``; while training, the run's files (its vocabulary and
+resumable state) live in a hidden ``.run`` subfolder, and the model's files are put in place only
+when training has finished, so a failed or interrupted run never changes the model already there.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from minibert import corpora, pretraining
+from minibert.config import PRESETS, BertConfig
+from minibert.model import BertForPreTraining
+from minibert.tokenization import BertTokenizer
+from minibert.training import train
+from minibert.utils import atomic_write, default_device, set_seed
+from minibert.wordpiece_trainer import train_wordpiece
+
+__all__ = ["PretrainResult", "check_output_folder", "load_corpus", "pretrain"]
+
+RUN_FOLDER = ".run"  # inside the output folder: the run's vocabulary and resumable state
+MODEL_FILES = ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json")
+HELDOUT_FRACTION = 0.1  # of a user corpus whose titles' hash holds out nothing
+
+
+@dataclass
+class PretrainResult:
+    """What a pretraining run leaves: its folder, its history and the final held-out measures."""
+
+    folder: Path
+    history: list[dict[str, float]]
+    heldout: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def load_corpus(name: str | Path = "wikipedia") -> tuple[list, list]:
+    """(training, held-out) documents: the course extract, a MediaWiki dump or a folder of .txt.
+
+    The fixed split holds out a document when crc32(title) % 10 == 2; a corpus where that
+    leaves no held-out document (or nothing else) holds out its last 10% by title instead,
+    at least one document.
+    """
+    if str(name) == "wikipedia":
+        return corpora.wikipedia_articles("train"), corpora.wikipedia_articles("heldout")
+    source = Path(name)
+    if source.is_dir():
+        articles = corpora.read_text_files(source)
+    elif source.is_file():
+        articles = list(corpora.read_wikipedia_dump(source))
+    else:
+        raise FileNotFoundError(f"corpus {name}: not 'wikipedia', a dump file or a folder")
+    articles = [a for a in articles if a.sentences]
+    if len(articles) < 2:
+        raise ValueError(
+            f"corpus {name} has {len(articles)} non-empty document(s); pretraining needs at "
+            "least two (one to train on, one held out)"
+        )
+    heldout = [a for a in articles if corpora.heldout_article(a.title)]
+    if not heldout or len(heldout) == len(articles):
+        ordered = sorted(articles, key=lambda a: a.title)
+        n = max(1, round(HELDOUT_FRACTION * len(ordered)))
+        heldout = ordered[-n:]
+    held = {id(a) for a in heldout}
+    return [a for a in articles if id(a) not in held], heldout
+
+
+def check_output_folder(out: Path, overwrite: bool, resume: bool) -> None:
+    """Refuse an output folder that holds another model (unless overwrite) or no run to resume."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file; give a folder")
+    run = out / RUN_FOLDER
+    if resume:
+        if not (run / "training_state.pt").is_file():
+            found = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+            raise ValueError(
+                f"--resume: {out} holds no interrupted run to continue (no {RUN_FOLDER}/"
+                f"training_state.pt; the folder holds: {', '.join(found) or 'nothing'})"
+            )
+        return
+    holds_model = out.is_dir() and any((out / f).exists() for f in (*MODEL_FILES, RUN_FOLDER))
+    if holds_model and not overwrite:
+        raise ValueError(
+            f"--out {out} already holds a model (or a run); pass --overwrite to replace it, "
+            "--resume to continue its interrupted run, or choose another folder"
+        )
+
+
+def _check_arguments(args: dict[str, Any]) -> None:
+    """Every argument of pretrain, checked before anything is read or written."""
+    if args["preset"] not in PRESETS:
+        raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {args['preset']!r}")
+    positive = ("steps", "batch_size", "grad_accum_steps", "eval_every", "dupe_factor")
+    for name in (*positive, "vocab_size", "max_len", "checkpoint_every", "max_predictions"):
+        value = args[name]
+        if value is None and name not in positive:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if args["max_len"] < 8:
+        raise ValueError(f"max_len must be at least 8 tokens, got {args['max_len']}")
+    if args["vocab_size"] < 100:
+        raise ValueError(f"vocab_size must be at least 100, got {args['vocab_size']}")
+    if not (isinstance(args["lr"], int | float) and 0 < args["lr"] < math.inf):
+        raise ValueError(f"lr must be a positive finite number, got {args['lr']!r}")
+    if not 0 <= args["weight_decay"] < math.inf:
+        raise ValueError(f"weight_decay must be >= 0, got {args['weight_decay']!r}")
+    if not 0 <= args["dropout"] < 1:
+        raise ValueError(f"dropout must be in [0, 1), got {args['dropout']!r}")
+    if args["warmup_steps"] is not None and not 0 <= args["warmup_steps"] <= args["steps"]:
+        raise ValueError(f"warmup_steps must be in [0, steps], got {args['warmup_steps']!r}")
+    if args["threads"] is not None and args["threads"] < 1:
+        raise ValueError(f"threads must be a positive int, got {args['threads']!r}")
+    device = args["device"]
+    if device is not None:
+        try:
+            device = torch.device(device)
+        except RuntimeError as exc:
+            raise ValueError(f"device {args['device']!r} is not a device name: {exc}") from None
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError("device 'cuda' was asked for, but this machine has no CUDA GPU")
+        mps = getattr(torch.backends, "mps", None)
+        if device.type == "mps" and not (mps is not None and mps.is_available()):
+            raise ValueError("device 'mps' was asked for, but this machine has no Apple GPU")
+    vocab = args["vocab"]
+    if vocab is not None and not Path(vocab).exists():
+        raise FileNotFoundError(f"vocab {vocab}: no such file or folder")
+    corpus = args["corpus"]
+    if str(corpus) != "wikipedia" and not Path(corpus).exists():
+        raise FileNotFoundError(f"corpus {corpus}: not 'wikipedia', a dump file or a folder")
+
+
+def _tokenizer(vocab: str | Path | None, vocab_size: int, train_articles: Sequence, run: Path):
+    """The run's tokenizer: the one saved in the run, a given vocabulary, or a new one trained."""
+    if (run / "vocab.txt").is_file():
+        return BertTokenizer.from_pretrained(run)
+    if vocab is not None:
+        path = Path(vocab)
+        return (
+            BertTokenizer.from_pretrained(path)
+            if path.is_dir()
+            else BertTokenizer.from_vocab_file(path)
+        )
+    print(f"training a WordPiece vocabulary of {vocab_size} on the training articles")
+    return BertTokenizer(
+        train_wordpiece([p for a in train_articles for p in a.paragraphs], vocab_size)
+    )
+
+
+def pretrain(
+    out: str | Path,
+    *,
+    steps: int,
+    preset: str = "mini",
+    corpus: str | Path = "wikipedia",
+    vocab: str | Path | None = None,
+    vocab_size: int = 8000,
+    max_len: int = 128,
+    batch_size: int = 32,
+    grad_accum_steps: int = 1,
+    lr: float = 1e-3,
+    dropout: float = 0.1,
+    warmup_steps: int | None = None,
+    weight_decay: float = 0.01,
+    dupe_factor: int = 5,
+    max_predictions: int | None = None,
+    whole_word: bool = False,
+    static_masking: bool = False,
+    mlm_only: bool = False,
+    eval_every: int = 200,
+    eval_batches: int | None = None,
+    checkpoint_every: int | None = 500,
+    resume: bool = False,
+    overwrite: bool = False,
+    seed: int = 0,
+    device: str | None = None,
+    threads: int | None = None,
+    progress: bool = True,
+) -> PretrainResult:
+    """Pretrain a BERT with MLM (+ NSP unless mlm_only) and save it in `out`; see the module doc.
+
+    dropout applies while pretraining only: the saved config.json keeps the preset's 0.1 for
+    fine-tuning. Everything else is as in ``minibert pretrain --help``.
+    """
+    args = dict(locals())
+    _check_arguments(args)
+    out = Path(out)
+    check_output_folder(out, overwrite, resume)
+    recipe = {k: v for k, v in args.items() if k not in ("out", "progress", "resume", "overwrite")}
+    recipe.update(corpus=str(corpus), vocab=None if vocab is None else str(vocab))
+    run = out / RUN_FOLDER
+    if resume:
+        saved = json.loads((run / "recipe.json").read_text(encoding="utf-8"))
+        changed = [
+            f"{k} (saved {saved[k]!r}, now {v!r})"
+            for k, v in recipe.items()
+            if k not in ("steps", "device", "threads", "eval_batches", "checkpoint_every")
+            and k in saved
+            and saved[k] != v
+        ]
+        if changed:
+            raise ValueError(
+                f"--resume with options that differ from the run in {out}: {', '.join(changed)}; "
+                "resume with the same options"
+            )
+    set_seed(seed)
+    if threads:
+        torch.set_num_threads(threads)
+    started = time.perf_counter()
+    train_articles, heldout_articles = load_corpus(corpus)
+    print(f"corpus: {len(train_articles)} training and {len(heldout_articles)} held-out documents")
+    tok = _tokenizer(vocab, vocab_size, train_articles, run)
+    nsp = not mlm_only
+    data_kwargs = dict(whole_word=whole_word, max_predictions=max_predictions)
+    train_examples = pretraining.create_examples(
+        pretraining.tokenize_documents(train_articles, tok),
+        max_len,
+        nsp=nsp,
+        dupe_factor=dupe_factor,
+        seed=seed,
+    )
+    train_data = pretraining.PretrainingDataset.from_tokenizer(
+        train_examples, tok, dynamic=not static_masking, seed=seed, **data_kwargs
+    )
+    eval_data = pretraining.heldout_dataset(
+        heldout_articles, tok, max_len, nsp=nsp, seed=seed + 1, **data_kwargs
+    )
+    print(
+        f"examples: {len(train_data):,} training, {len(eval_data):,} held-out (max_len {max_len})"
+    )
+    config = BertConfig.preset(
+        preset, vocab_size=len(tok.vocab), max_position_embeddings=max(max_len, 128)
+    )
+    model = BertForPreTraining(config.replace(hidden_dropout=dropout, attention_dropout=dropout))
+    if overwrite and not resume and run.exists():
+        shutil.rmtree(run)  # an abandoned run of the model being replaced
+    run.mkdir(parents=True, exist_ok=True)
+    tok.save_pretrained(run)
+    atomic_write(run / "recipe.json", json.dumps(recipe, indent=1) + "\n")
+    history = train(
+        model,
+        train_data,
+        eval_data,
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        warmup_steps=warmup_steps,
+        weight_decay=weight_decay,
+        grad_accum_steps=grad_accum_steps,
+        eval_every=eval_every,
+        eval_batches=eval_batches,
+        collate_fn=lambda batch: pretraining.collate(batch, tok.pad_token_id),
+        metrics_fn=pretraining.pretraining_metrics,
+        out_dir=run,
+        checkpoint_every=checkpoint_every,
+        resume=resume,
+        seed=seed,
+        device=device or default_device(),
+        progress=progress,
+        forward_kwargs={"sparse_mlm": True},  # score only masked positions: same loss, faster
+    )
+    model.config = config  # saved with the preset's dropout, for fine-tuning
+    _put_in_place(out, run, model, tok, history, recipe, overwrite)
+    heldout = {k[len("eval_") :]: v for k, v in history[-1].items() if k.startswith("eval_")}
+    return PretrainResult(out, history, heldout, time.perf_counter() - started)
+
+
+def _put_in_place(out, run, model, tok, history, recipe, overwrite) -> None:
+    """Write the finished model's files beside the run, then replace the folder's old files."""
+    staged = run / "final"
+    model.save_pretrained(staged)
+    tok.save_pretrained(staged)
+    atomic_write(staged / "history.json", json.dumps(history, indent=1) + "\n")
+    atomic_write(staged / "recipe.json", json.dumps(recipe, indent=1) + "\n")
+    if overwrite:  # the old model's other files (card, curves) describe another model
+        for old in out.iterdir():
+            if old.name != RUN_FOLDER:
+                shutil.rmtree(old) if old.is_dir() else old.unlink()
+    for file in sorted(staged.iterdir(), key=lambda f: f.name == "config.json"):
+        file.replace(out / file.name)  # each rename is atomic; config.json last
+    shutil.rmtree(run)
