@@ -459,7 +459,9 @@ def fetch(names: str | Iterable[str] = "all", quiet: bool = False) -> dict[str, 
 def _print_list() -> None:
     print(f"cache: {cache_dir()}")
     for row in status():
-        state = "ready" if row["ready"] else "missing"
+        problems = verify(str(row["name"]))
+        missing = problems and all(p.endswith(": missing") for p in problems)
+        state = "ready" if not problems else "missing" if missing else "corrupt"
         print(f"  {row['name']:<16} {state:<8} {row['bytes'] / 1e6:6.1f} MB  {row['source']}")
         print(f"  {'':<16} {row['description']}")
         print(f"  {'':<16} licence: {row['licence']}")
@@ -495,6 +497,10 @@ def run(args: argparse.Namespace) -> int:
             return 1 if bad else 0
         elif args.action == "path":
             print(path(args.name))
+    except BrokenPipeError:  # `minibert assets list | head`: the reader has what it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout
+        return 0
     except (ValueError, OSError) as exc:  # ConnectionError and FileNotFoundError are OSErrors
         print(f"error: {exc}", file=sys.stderr)
         return 1

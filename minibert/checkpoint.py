@@ -181,11 +181,18 @@ def resolve_folder(path: str | Path) -> Path:
 
 
 def _read_file(file: Path) -> dict[str, Tensor]:
-    if file.suffix == ".safetensors":
-        from safetensors.torch import load_file
+    """The tensors of one weights file; a damaged file raises a ValueError naming it."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
 
-        return load_file(str(file))
-    return torch.load(file, map_location="cpu", weights_only=True)  # never unpickle code
+    try:
+        if file.suffix == ".safetensors":
+            return load_file(str(file))
+        return torch.load(file, map_location="cpu", weights_only=True)  # never unpickle code
+    except (SafetensorError, RuntimeError, OSError, EOFError) as exc:
+        raise ValueError(
+            f"{file} cannot be read as weights ({exc}); it is damaged or not a checkpoint file"
+        ) from None
 
 
 def read_weights(folder: Path) -> dict[str, Tensor]:
@@ -292,10 +299,13 @@ def _saved_config(folder: Path) -> dict | None:
     file = folder / "model.safetensors"
     if not file.is_file():
         return None
-    from safetensors import safe_open
+    from safetensors import SafetensorError, safe_open
 
-    with safe_open(str(file), framework="pt") as f:
-        saved = (f.metadata() or {}).get(CONFIG_METADATA)
+    try:
+        with safe_open(str(file), framework="pt") as f:
+            saved = (f.metadata() or {}).get(CONFIG_METADATA)
+    except (SafetensorError, OSError):  # a damaged file: read_weights says so, naming it
+        return None
     return json.loads(saved) if saved else None
 
 

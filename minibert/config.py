@@ -179,7 +179,12 @@ class BertConfig:
                 raise FileNotFoundError(
                     f"no config.json at {path}; pass a Hugging Face BERT folder or its config.json."
                 )
-            d = json.loads(path.read_text(encoding="utf-8"))
+            try:
+                d = json.loads(path.read_text(encoding="utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise ValueError(f"{path} is not valid JSON ({exc}); fix or re-save it") from None
+            if not isinstance(d, dict):
+                raise ValueError(f"{path} must hold a JSON object, got {type(d).__name__}")
         if d.get("model_type", "bert") != "bert":
             raise ValueError(
                 f"expected a BERT config (model_type 'bert'), got model_type {d['model_type']!r}."

@@ -188,6 +188,11 @@ def mask_tokens(
         )
     if not 0.0 < mlm_probability < 1.0:
         raise ValueError(f"mlm_probability must be in (0, 1), got {mlm_probability}")
+    if max_predictions is not None and max_predictions < 1:
+        raise ValueError(
+            f"max_predictions must be at least 1 (or None), got {max_predictions}: with nothing "
+            "masked there is nothing to learn and the MLM loss reads a perfect 0"
+        )
     candidates = [i for i, special in enumerate(special_tokens_mask) if not special]
     masked, labels = list(input_ids), [IGNORE_INDEX] * len(input_ids)
     if not candidates:

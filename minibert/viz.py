@@ -7,6 +7,8 @@ the functions, so ``import minibert`` stays light.
 
 from __future__ import annotations
 
+import html
+
 # --- Lesson 2: attention maps ------------------------------------------------------------------
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -480,16 +482,20 @@ def plot_attention_summary(summary: dict[str, np.ndarray], ncols: int = 4) -> Fi
     return fig
 
 
-def _encode_for_explorer(tokenizer: Any, text: str, text_pair: str | None) -> tuple[list, Any, Any]:
-    """Tokenize with minibert's or Hugging Face's tokenizer -> tokens, ids and segments (1, seq)."""
+def _encode_for_explorer(
+    tokenizer: Any, text: str, text_pair: str | None, max_length: int
+) -> tuple[list, Any, Any, int]:
+    """Tokenize (minibert's or Hugging Face's tokenizer), cut to max_length -> tokens, ids and
+    segments (1, seq), and the length before the cut."""
     import torch
 
-    enc = tokenizer(text, text_pair) if text_pair else tokenizer(text)
+    full = len(tokenizer(text, text_pair).input_ids)
+    enc = tokenizer(text, text_pair, max_length=max_length, truncation=full > max_length)
     ids, types = list(enc.input_ids), list(enc.token_type_ids)
     tokens = getattr(enc, "tokens", None)
     if not isinstance(tokens, list):  # Hugging Face: a method; minibert: the list
         tokens = tokenizer.convert_ids_to_tokens(ids)
-    return list(tokens), torch.tensor([ids]), torch.tensor([types])
+    return list(tokens), torch.tensor([ids]), torch.tensor([types]), full
 
 
 class AttentionExplorer:
@@ -525,6 +531,7 @@ class AttentionExplorer:
             description="head",
         )
         self.view = widgets.ToggleButtons(options=self.VIEWS, value="heatmap", description="view")
+        self.note = widgets.HTML(value=self._note)  # truncation, or what went wrong
         self.output = widgets.Output()
         for control in (self.text, self.text_pair):
             control.observe(self._on_text, names="value")
@@ -535,6 +542,7 @@ class AttentionExplorer:
                 widgets.HBox([self.text, self.text_pair]),
                 widgets.HBox([self.layer, self.head]),
                 self.view,
+                self.note,
                 self.output,
             ]
         )
@@ -543,8 +551,15 @@ class AttentionExplorer:
     def _run(self, text: str, text_pair: str | None) -> None:
         import torch
 
-        self.tokens, input_ids, token_type_ids = _encode_for_explorer(
-            self.tokenizer, text, text_pair
+        config = getattr(self.model, "config", None)
+        limit = getattr(config, "max_position_embeddings", 512)
+        self.tokens, input_ids, token_type_ids, full = _encode_for_explorer(
+            self.tokenizer, text, text_pair, limit
+        )
+        self._note = (
+            f"<i>truncated to the model's {limit} positions (the text has {full} tokens)</i>"
+            if full > limit
+            else ""
         )
         was_training = self.model.training
         self.model.eval()  # no dropout: the same text always gives the same picture
@@ -560,9 +575,16 @@ class AttentionExplorer:
         self.sentence_b_start = int(ones[0]) if len(ones) else None
 
     def _on_text(self, change: Any) -> None:
-        if self.text.value.strip():
+        if not self.text.value.strip():
+            return
+        try:
             self._run(self.text.value, self.text_pair.value or None)
-            self.redraw()
+        except (ValueError, TypeError, RuntimeError) as exc:  # shown here, not in a log console
+            self.note.value = f"<b>cannot show this text:</b> {html.escape(str(exc))}"
+            self.output.outputs = ()  # no old figure under the new text
+            return
+        self.note.value = self._note
+        self.redraw()
 
     def _on_choice(self, change: Any) -> None:
         self.redraw()
