@@ -153,10 +153,13 @@ def _save_state(path: Path, run: dict[str, Any], seconds: float) -> None:
     atomic_write(path, lambda tmp: torch.save(state, tmp))
 
 
-def _restore_state(path: Path, run: dict[str, Any], device: torch.device) -> None:
+def _restore_state(
+    path: Path, run: dict[str, Any], device: torch.device, leftovers: list[Path]
+) -> None:
     """Load a saved run into `run`, refusing one made with other settings (named)."""
     if not path.is_file():
         found = sorted(p.name for p in path.parent.iterdir()) if path.parent.is_dir() else []
+        found += [f"{p.name} (an unfinished write, removed)" for p in leftovers]
         raise TrainingError(
             f"resume: no {path.name} in {path.parent} (it holds: {', '.join(found) or 'nothing'}); "
             "start without resume, or point to the folder of the interrupted run"
@@ -283,10 +286,9 @@ def train(
         ),
     }
     state_path = Path(out_dir) / STATE_FILE if out_dir is not None else None
-    if out_dir is not None:
-        remove_partial_files(out_dir)  # what a hard kill may have left
+    leftovers = remove_partial_files(out_dir) if out_dir is not None else []  # a hard kill's
     if resume:
-        _restore_state(state_path, run, device)
+        _restore_state(state_path, run, device, leftovers)
 
     def evaluate_now() -> None:
         metrics = evaluate(
