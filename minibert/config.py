@@ -10,7 +10,6 @@ sizes can be read and a minibert model saved in a form ``transformers`` loads.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
@@ -20,6 +19,8 @@ from typing import Any
 
 import torch.nn.functional as F
 from torch import Tensor
+
+from minibert.utils import read_json_object
 
 # Label conventions, in one place (Google's BERT and Hugging Face; d2l uses 1 = IsNext instead)
 IGNORE_INDEX = -100  # a label that takes no part in a loss, as in PyTorch and Hugging Face
@@ -179,12 +180,7 @@ class BertConfig:
                 raise FileNotFoundError(
                     f"no config.json at {path}; pass a Hugging Face BERT folder or its config.json."
                 )
-            try:
-                d = json.loads(path.read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise ValueError(f"{path} is not valid JSON ({exc}); fix or re-save it") from None
-            if not isinstance(d, dict):
-                raise ValueError(f"{path} must hold a JSON object, got {type(d).__name__}")
+            d = read_json_object(path)
         if d.get("model_type", "bert") != "bert":
             raise ValueError(
                 f"expected a BERT config (model_type 'bert'), got model_type {d['model_type']!r}."

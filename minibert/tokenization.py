@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from minibert.utils import atomic_write
+from minibert.utils import atomic_write, read_json_object
 
 __all__ = [
     "SPECIAL_TOKENS",
@@ -284,12 +284,7 @@ def _read_tokenizer_config(file: Path) -> dict[str, Any]:
     """tokenizer_config.json as a dict ({} when absent); a broken file raises naming it."""
     if not file.is_file():
         return {}
-    try:
-        config = json.loads(file.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{file} is not valid JSON ({exc}); fix or delete it") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"{file} must hold a JSON object, got {type(config).__name__}")
+    config = read_json_object(file)
     for key, allowed in (
         ("do_lower_case", (True, False)),
         ("tokenize_chinese_chars", (True, False)),

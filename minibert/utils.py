@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch
@@ -80,3 +81,15 @@ def remove_partial_files(folder: str | Path) -> list[Path]:
     for file in leftovers:
         file.unlink(missing_ok=True)
     return leftovers
+
+
+def read_json_object(path: str | Path) -> dict[str, Any]:
+    """A JSON file holding an object, as a dict; a damaged file raises a ValueError naming it."""
+    path = Path(path)
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc}); fix it or save it again") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path} must hold a JSON object, got {type(value).__name__}")
+    return value
