@@ -14,6 +14,7 @@ import bz2
 import csv
 import functools
 import io
+import itertools
 import random
 import re
 import zlib
@@ -267,11 +268,14 @@ def _rotten_tomatoes_cached(file: str, mtime_ns: int) -> dict[str, tuple[Review,
     per_movie: dict[str, int] = {}
     for r in reviews:
         per_movie[r.movie] = per_movie.get(r.movie, 0) + 1
+    bounds = list(itertools.accumulate(SPLIT_FRACTIONS.values()))  # 0.8, 0.9, 1.0
     split_of: dict[str, str] = {}
     done = 0
     for movie in movies:
         fraction = done / len(reviews)
-        split_of[movie] = "train" if fraction < 0.8 else "dev" if fraction < 0.9 else "test"
+        split_of[movie] = next(
+            (name for name, bound in zip(SPLIT_FRACTIONS, bounds) if fraction < bound), "test"
+        )
         done += per_movie[movie]
     out: dict[str, tuple[Review, ...]] = {"all": tuple(reviews)}
     for name in SPLIT_FRACTIONS:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from minibert.config import IGNORE_INDEX
+
 
 def report(name: str, problem: str | None, cases: int) -> bool:
     """Print the verdict of one checker and return whether it passed."""
@@ -713,7 +715,7 @@ def check_masking(fn: Callable[..., Any], sequences: int = 1500) -> bool:
         out, labels = (list(map(int, x)) for x in result)
         if len(out) != len(ids) or len(labels) != len(ids):
             return report(name, f"both lists need {len(ids)} entries, like input_ids.", case)
-        at = [i for i, lab in enumerate(labels) if lab != -100]
+        at = [i for i, lab in enumerate(labels) if lab != IGNORE_INDEX]
         if 0 in at or len(ids) - 1 in at:
             return report(name, "[CLS] and [SEP] were chosen; never choose special tokens.", case)
         want = max(1, round(0.15 * n))
@@ -763,7 +765,7 @@ def check_mlm_loss(fn: Callable[..., Any], cases: int = 20) -> bool:
         batch, seq, vocab = 3, int(torch.randint(4, 12, (1,), generator=g)), 17
         logits = torch.randn(batch, seq, vocab, generator=g)
         labels = torch.randint(0, vocab, (batch, seq), generator=g)
-        labels[torch.rand(batch, seq, generator=g) > 0.3] = -100
+        labels[torch.rand(batch, seq, generator=g) > 0.3] = IGNORE_INDEX
         labels[0, 0] = 3  # at least one labelled position
         expected = F.cross_entropy(logits.reshape(-1, vocab), labels.reshape(-1), ignore_index=-100)
         got, hint = call_safely(fn, logits, labels)
