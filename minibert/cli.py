@@ -47,8 +47,15 @@ def _pretrain(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    print(f"saved the model, vocabulary and history to {result.folder}")
-    print("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in result.heldout.items()))
+    if result.paused:
+        print(
+            f"paused at step {len(result.history)} of {args.steps}; the run's state is in "
+            f"{result.folder}/.run (the same command with --resume continues it)"
+        )
+    else:
+        print(f"saved the model, vocabulary and history to {result.folder}")
+    if result.heldout:
+        print("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in result.heldout.items()))
     print(f"wall time: {result.seconds:.0f} s")
     return 0
 
@@ -196,6 +203,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="cap on masked tokens per example (default: 15%% of tokens)",
     )
+    add(
+        "--mask-rate",
+        type=PROBABILITY,
+        default=0.15,
+        help="share of tokens chosen for MLM in training examples (held-out ones: always 15%%)",
+    )
     add("--whole-word", action="store_true", help="whole-word masking")
     add(
         "--static-masking", action="store_true", help="mask each example once, not anew every epoch"
@@ -205,6 +218,26 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="no next sentence prediction (RoBERTa-style full sentences)",
     )
+    add(
+        "--neighbour-steps",
+        type=_number(int, 0),
+        default=0,
+        help="guide layer 0's first two heads to the previous/next token for this many steps "
+        "(a score bonus and an auxiliary loss, annealed to 0; the saved model is plain BERT). "
+        "Escapes the MLM plateau where plain BERT says 'the' at every [MASK]",
+    )
+    add(
+        "--neighbour-bias",
+        type=_number(float, 0),
+        default=8.0,
+        help="the guided heads' score bonus for their neighbour at step 1",
+    )
+    add(
+        "--neighbour-aux",
+        type=_number(float, 0),
+        default=1.0,
+        help="weight at step 1 of the loss pulling the guided heads' own attention to the neighbour",
+    )
     add("--eval-every", type=POSITIVE_INT, default=200, help="steps between held-out evaluations")
     add(
         "--eval-batches",
@@ -213,6 +246,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="limit held-out evaluation to this many batches",
     )
     add("--checkpoint-every", type=POSITIVE_INT, default=500, help="steps between checkpoints")
+    add(
+        "--stop-after",
+        type=POSITIVE_INT,
+        default=None,
+        help="pause after this many steps of the --steps schedule (state saved; --resume "
+        "continues): compare recipes on their first steps, or train a little at a time",
+    )
     add("--resume", action="store_true", help="continue the interrupted run in --out")
     add(
         "--overwrite",

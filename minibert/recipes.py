@@ -31,6 +31,7 @@ import torch
 
 from minibert import corpora, pretraining
 from minibert.config import PRESETS, BertConfig
+from minibert.curriculum import NeighbourCurriculum
 from minibert.model import BertForPreTraining
 from minibert.tokenization import BertTokenizer
 from minibert.training import train
@@ -52,6 +53,7 @@ class PretrainResult:
     history: list[dict[str, float]]
     heldout: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    paused: bool = False  # stopped by stop_after before the end of its schedule: resume continues
 
 
 def load_corpus(name: str | Path = "wikipedia") -> tuple[list, list]:
@@ -125,10 +127,23 @@ def _check_arguments(args: dict[str, Any]) -> None:
         raise ValueError(f"lr must be a positive finite number, got {args['lr']!r}")
     if not 0 <= args["weight_decay"] < math.inf:
         raise ValueError(f"weight_decay must be >= 0, got {args['weight_decay']!r}")
+    if not 0 < args["mask_rate"] < 1:
+        raise ValueError(f"mask_rate must be in (0, 1), got {args['mask_rate']!r}")
+    if isinstance(args["neighbour_steps"], bool) or not isinstance(args["neighbour_steps"], int):
+        raise ValueError(f"neighbour_steps must be an int, got {args['neighbour_steps']!r}")
+    if not 0 <= args["neighbour_steps"] <= args["steps"]:
+        raise ValueError(f"neighbour_steps must be in [0, steps], got {args['neighbour_steps']}")
+    for name in ("neighbour_bias", "neighbour_aux"):
+        if not 0 <= args[name] < math.inf:
+            raise ValueError(f"{name} must be a finite number >= 0, got {args[name]!r}")
+    if args["neighbour_steps"] and args["preset"] in PRESETS and PRESETS[args["preset"]][2] < 2:
+        raise ValueError("neighbour guidance needs a preset with at least 2 heads")
     if not 0 <= args["dropout"] < 1:
         raise ValueError(f"dropout must be in [0, 1), got {args['dropout']!r}")
     if args["warmup_steps"] is not None and not 0 <= args["warmup_steps"] <= args["steps"]:
         raise ValueError(f"warmup_steps must be in [0, steps], got {args['warmup_steps']!r}")
+    if args["stop_after"] is not None and not 1 <= args["stop_after"] <= args["steps"]:
+        raise ValueError(f"stop_after must be in [1, steps], got {args['stop_after']!r}")
     if args["threads"] is not None and args["threads"] < 1:
         raise ValueError(f"threads must be a positive int, got {args['threads']!r}")
     device = args["device"]
@@ -184,14 +199,19 @@ def pretrain(
     weight_decay: float = 0.01,
     dupe_factor: int = 5,
     max_predictions: int | None = None,
+    mask_rate: float = 0.15,
     whole_word: bool = False,
     static_masking: bool = False,
     mlm_only: bool = False,
+    neighbour_steps: int = 0,
+    neighbour_bias: float = 8.0,
+    neighbour_aux: float = 1.0,
     eval_every: int = 200,
     eval_batches: int | None = None,
     checkpoint_every: int | None = 500,
     resume: bool = False,
     overwrite: bool = False,
+    stop_after: int | None = None,
     seed: int = 0,
     device: str | None = None,
     threads: int | None = None,
@@ -200,13 +220,21 @@ def pretrain(
     """Pretrain a BERT with MLM (+ NSP unless mlm_only) and save it in `out`; see the module doc.
 
     dropout applies while pretraining only: the saved config.json keeps the preset's 0.1 for
-    fine-tuning. Everything else is as in ``minibert pretrain --help``.
+    fine-tuning. mask_rate applies to the training examples; held-out examples are always masked
+    at BERT's 15%, so runs compare. neighbour_steps > 0 guides layer 0's first two heads to the
+    previous and next token for that many steps (``curriculum.NeighbourCurriculum``: a score
+    bonus neighbour_bias and an auxiliary loss of weight neighbour_aux, both annealed to zero);
+    the saved model is a standard BERT. Everything else is as in ``minibert pretrain --help``.
     """
     args = dict(locals())
     _check_arguments(args)
     out = Path(out)
     check_output_folder(out, overwrite, resume)
-    recipe = {k: v for k, v in args.items() if k not in ("out", "progress", "resume", "overwrite")}
+    recipe = {
+        k: v
+        for k, v in args.items()
+        if k not in ("out", "progress", "resume", "overwrite", "stop_after")
+    }
     recipe.update(corpus=str(corpus), vocab=None if vocab is None else str(vocab))
     run = out / RUN_FOLDER
     if resume:
@@ -240,7 +268,12 @@ def pretrain(
         seed=seed,
     )
     train_data = pretraining.PretrainingDataset.from_tokenizer(
-        train_examples, tok, dynamic=not static_masking, seed=seed, **data_kwargs
+        train_examples,
+        tok,
+        dynamic=not static_masking,
+        seed=seed,
+        mlm_probability=mask_rate,
+        **data_kwargs,
     )
     eval_data = pretraining.heldout_dataset(
         heldout_articles, tok, max_len, nsp=nsp, seed=seed + 1, **data_kwargs
@@ -252,6 +285,10 @@ def pretrain(
         preset, vocab_size=len(tok.vocab), max_position_embeddings=max(max_len, 128)
     )
     model = BertForPreTraining(config.replace(hidden_dropout=dropout, attention_dropout=dropout))
+    if neighbour_steps:
+        model = NeighbourCurriculum(
+            model, neighbour_bias, neighbour_aux, neighbour_steps * grad_accum_steps
+        )
     if overwrite and not resume and run.exists():
         shutil.rmtree(run)  # an abandoned run of the model being replaced
     run.mkdir(parents=True, exist_ok=True)
@@ -270,7 +307,7 @@ def pretrain(
         eval_every=eval_every,
         eval_batches=eval_batches,
         collate_fn=lambda batch: pretraining.collate(batch, tok.pad_token_id),
-        metrics_fn=pretraining.pretraining_metrics,
+        metrics_fn=pretraining.metrics_for(tok),
         out_dir=run,
         checkpoint_every=checkpoint_every,
         resume=resume,
@@ -278,10 +315,15 @@ def pretrain(
         device=device or default_device(),
         progress=progress,
         forward_kwargs={"sparse_mlm": True},  # score only masked positions: same loss, faster
+        stop_after=stop_after,
     )
+    heldout = {k[len("eval_") :]: v for k, v in history[-1].items() if k.startswith("eval_")}
+    if len(history) < steps:  # paused by stop_after: the state stays in the run folder
+        return PretrainResult(out, history, heldout, time.perf_counter() - started, paused=True)
+    if isinstance(model, NeighbourCurriculum):
+        model = model.finish()  # standard attention again: a plain BERT
     model.config = config  # saved with the preset's dropout, for fine-tuning
     _put_in_place(out, run, model, tok, history, recipe, overwrite)
-    heldout = {k[len("eval_") :]: v for k, v in history[-1].items() if k.startswith("eval_")}
     return PretrainResult(out, history, heldout, time.perf_counter() - started)
 
 

@@ -235,12 +235,14 @@ def train(
     progress: bool = True,
     on_eval: Callable[[list[dict]], None] | None = None,
     forward_kwargs: dict[str, Any] | None = None,
+    stop_after: int | None = None,
 ) -> list[dict[str, float]]:
     """Train `model` for `steps` optimizer steps; return the history (one dict per step).
 
     metrics_fn(batch, output) -> {name: (sum, count)} adds the task's held-out measures;
     forward_kwargs are extra arguments for the model in training steps (not in evaluation),
-    e.g. {"sparse_mlm": True} for BertForPreTraining.
+    e.g. {"sparse_mlm": True} for BertForPreTraining. stop_after pauses the run after that many
+    steps of its `steps`-step schedule and saves its state: resume=True continues it.
     """
     for name, value in (
         ("steps", steps),
@@ -258,8 +260,10 @@ def train(
         )
     if eval_data is not None and len(eval_data) == 0:
         raise ValueError("eval_data is empty; pass None to train without evaluation")
-    if (checkpoint_every or resume) and out_dir is None:
-        raise ValueError("checkpoints and resume need out_dir")
+    if (checkpoint_every or resume or stop_after) and out_dir is None:
+        raise ValueError("checkpoints, stop_after and resume need out_dir")
+    if stop_after is not None and not 1 <= stop_after <= steps:
+        raise ValueError(f"stop_after must be in [1, steps={steps}], got {stop_after!r}")
     device = torch.device(device) if device is not None else next(model.parameters()).device
     model.to(device)
     warmup = warmup_steps if warmup_steps is not None else max(1, steps // 10)
@@ -316,7 +320,7 @@ def train(
             if run["eval_pending"]:  # the saved run was interrupted during this evaluation
                 phase = "eval"
                 evaluate_now()
-            while run["step"] < steps:
+            while run["step"] < min(steps, stop_after or steps):
                 if ctrl_c["stop"]:
                     raise KeyboardInterrupt
                 phase, step_rng, step = "step", torch.get_rng_state(), run["step"]

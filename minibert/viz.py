@@ -654,7 +654,10 @@ def explore(
 
 _CURVES = (  # (history key, panel title); a panel is drawn when the history has the key
     (("train_loss", "eval_loss"), "loss"),
-    (("eval_mlm_accuracy", "eval_nsp_accuracy", "eval_accuracy"), "held-out accuracy"),
+    (
+        ("eval_mask_accuracy", "eval_mask_top5", "eval_nsp_accuracy", "eval_accuracy"),
+        "held-out accuracy",
+    ),
     (("lr",), "learning rate"),
 )
 

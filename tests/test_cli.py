@@ -51,7 +51,7 @@ def test_pretrain_writes_a_loadable_model_and_reports_metrics(pretrained):
     names = {p.name for p in out.iterdir()}
     assert {"config.json", "model.safetensors", "vocab.txt", "history.json"} <= names
     assert "97 training and 9 held-out documents" in stdout
-    assert "held-out: loss" in stdout and "mlm_accuracy" in stdout and "nsp_accuracy" in stdout
+    assert "held-out: loss" in stdout and "mask_accuracy" in stdout and "nsp_accuracy" in stdout
     history = json.loads((out / "history.json").read_text())
     assert [h["step"] for h in history] == [1, 2, 3, 4, 5, 6]
     assert len((out / "vocab.txt").read_text(encoding="utf-8").splitlines()) <= 600

@@ -191,3 +191,83 @@ def test_bad_input():
         P.create_examples([[[1]], [[2]]], max_len=3)
     with pytest.raises(ValueError, match="empty batch"):
         P.collate([])
+
+
+def test_metrics_score_masks_apart_from_copied_tokens():
+    # three chosen positions: a [MASK] (id 4) answered wrongly, a kept token copied rightly,
+    # a random replacement answered rightly; a fourth position is not chosen
+    from types import SimpleNamespace
+
+    batch = {
+        "input_ids": torch.tensor([[2, 4, 7, 9, 8]]),
+        "mlm_labels": torch.tensor([[-100, 6, 7, 5, -100]]),
+        "next_sentence_label": torch.tensor([-100]),
+    }
+    logits = torch.zeros(1, 5, 10)
+    logits[0, 1, 6], logits[0, 1, 3] = 1.0, 2.0  # [MASK]: top-1 is 3 (wrong), 6 is second
+    logits[0, 2, 7] = 5.0  # kept token, copied
+    logits[0, 3, 5] = 5.0  # random replacement, recovered
+    out = SimpleNamespace(mlm_logits=logits, nsp_logits=torch.zeros(1, 2))
+    sums = P.pretraining_metrics(batch, out, mask_token_id=4)
+    assert sums["mask_accuracy"] == (0, 1)
+    assert sums["mask_top5"] == (1, 1)
+    assert sums["chosen_accuracy"] == (2, 3)
+    assert sums["nsp_accuracy"] == (0, 0)  # the ignored NSP label is not counted
+    assert "mask_accuracy" not in P.pretraining_metrics(batch, out)
+    assert P.metrics_for(SimpleNamespace(mask_token_id=4))(batch, out) == sums
+
+
+def test_sentence_pairs_are_single_sentences_half_next(documents):
+    pairs = P.sentence_pairs(documents, seed=0)
+    nexts = [p for p in pairs if p.next_sentence_label == P.IS_NEXT]
+    assert abs(len(nexts) / len(pairs) - 0.5) < five_sigma(0.5, len(pairs))
+    for p in pairs[:2000]:
+        assert p.sentences_a[1] - p.sentences_a[0] == p.sentences_b[1] - p.sentences_b[0] == 1
+        assert len(p.tokens_a) + len(p.tokens_b) <= MAX_LEN - 3
+    assert all(p.doc_b == p.doc_a and p.sentences_b[0] == p.sentences_a[1] for p in nexts)
+    # d2l's negatives may come from the same document (Google's never do)
+    assert any(p.doc_b == p.doc_a for p in pairs if p.next_sentence_label == P.NOT_NEXT)
+
+
+def test_ngram_table_predicts_between_neighbours_and_backs_off():
+    table = P.NgramTable([[[5, 6, 7], [5, 6, 7]], [[5, 8, 9]]])
+    assert table.predict(5, 7) == 6  # seen between 5 and 7
+    assert table.predict(5, 9) == 8
+    assert table.predict(5, 4, unknown=4) == 6  # right neighbour is [MASK]: left bigram, 6 > 8
+    assert table.predict(1, 2) == table.top == 5  # never seen: the most frequent token
+    with pytest.raises(ValueError, match="at least one token"):
+        P.NgramTable([[]])
+
+
+def test_mlm_baselines_score_mask_and_chosen_positions_apart(tok):
+    the, cat = tok.convert_tokens_to_ids(["the", "cat"])
+    cls, sep, mask = tok.cls_token_id, tok.sep_token_id, tok.mask_token_id
+    train = [[[the, cat, the, cat, the]]]
+    item = {  # [CLS] the [MASK] the cat [SEP]: "cat" masked, "cat" kept (copied), "the" random
+        "input_ids": [cls, the, mask, the, cat, sep],
+        "mlm_labels": [-100, -100, cat, cat, cat, -100],
+    }
+    scores = P.mlm_baselines([item], train, tok)
+    assert scores["most_frequent"]["token"] == "the"
+    assert scores["most_frequent"]["mask_accuracy"] == 0.0
+    assert scores["most_frequent"]["mask_top5"] == 1.0
+    assert scores["copy_or_frequent"]["chosen_accuracy"] == pytest.approx(1 / 3)
+    assert scores["ngram"]["mask_accuracy"] == 1.0  # "cat" is what stands between the, the
+    assert scores["ngram"]["chosen_accuracy"] == pytest.approx(2 / 3)
+
+
+def test_topic_baseline_cosine_threshold_and_order_blindness():
+    docs = [[[1, 2, 3], [2, 3, 4]], [[7, 8, 9], [8, 9, 10]]]
+    topic = P.TopicBaseline(docs)
+    assert topic.cosine([1, 2, 3], [1, 2, 3]) == pytest.approx(1.0)
+    assert topic.cosine([1, 2, 3], [7, 8, 9]) == 0.0
+    assert topic.cosine([], [1]) == 0.0
+    assert topic.cosine([1, 2], [2, 3, 4]) == pytest.approx(topic.cosine([2, 3, 4], [1, 2]))
+
+    def pair(a, b, label):
+        return P.PretrainingExample(tuple(a), tuple(b), label, 0, 0, (0, 1), (1, 2))
+
+    pairs = [pair([1, 2, 3], [2, 3, 4], P.IS_NEXT), pair([7, 8, 9], [8, 9, 10], P.IS_NEXT)]
+    pairs += [pair([1, 2, 3], [8, 9, 10], P.NOT_NEXT), pair([7, 8], [2, 3, 4], P.NOT_NEXT)]
+    assert topic.fit(pairs).accuracy(pairs) == 1.0
+    assert 0.0 < topic.threshold < 1.0

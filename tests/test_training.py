@@ -1,5 +1,7 @@
 """minibert.training: the loop, its schedule, checkpoints, exact resume, interrupts, NaN guard."""
 
+import functools
+
 import pytest
 import torch
 from conftest import make_tiny_config
@@ -65,7 +67,7 @@ def run(data, out_dir=None, steps=12, **kwargs):
         lr=3e-3,
         eval_every=4,
         collate_fn=P.collate,
-        metrics_fn=P.pretraining_metrics,
+        metrics_fn=functools.partial(P.pretraining_metrics, mask_token_id=4),
         out_dir=out_dir,
         progress=False,
         **kwargs,
@@ -97,8 +99,9 @@ def test_history_has_the_metrics(data):
     assert {"train_loss", "lr", "grad_norm", "examples"} <= set(history[0])
     evals = [h for h in history if "eval_loss" in h]
     assert [h["step"] for h in evals] == [4, 8, 12]
-    assert {"eval_mlm_accuracy", "eval_nsp_accuracy"} <= set(evals[-1])
-    assert 0.0 <= evals[-1]["eval_mlm_accuracy"] <= 1.0
+    measures = {"eval_mask_accuracy", "eval_mask_top5", "eval_chosen_accuracy", "eval_nsp_accuracy"}
+    assert measures <= set(evals[-1])
+    assert 0.0 <= evals[-1]["eval_mask_accuracy"] <= evals[-1]["eval_mask_top5"] <= 1.0
 
 
 def test_schedule_warms_up_then_decays_to_zero():
@@ -208,6 +211,19 @@ def test_resume_continues_exactly(data, tmp_path):
             assert a["eval_loss"] == pytest.approx(b["eval_loss"], abs=1e-6)
 
 
+def test_stop_after_pauses_and_resume_finishes_the_same_run(data, tmp_path):
+    _, uninterrupted = run(data, out_dir=tmp_path / "full", steps=12)
+    _, first = run(data, out_dir=tmp_path / "part", steps=12, stop_after=6)
+    assert [h["step"] for h in first] == list(range(1, 7))
+    assert torch.load(tmp_path / "part" / STATE_FILE, weights_only=True)["step"] == 6
+    _, resumed = run(data, out_dir=tmp_path / "part", steps=12, resume=True)
+    assert [h["step"] for h in resumed] == list(range(1, 13))
+    for a, b in zip(uninterrupted, resumed):
+        assert a["train_loss"] == pytest.approx(b["train_loss"], abs=1e-6), a["step"]
+    with pytest.raises(ValueError, match="stop_after"):
+        run(data, out_dir=tmp_path / "bad", steps=12, stop_after=13)
+
+
 def test_resume_with_other_settings_is_refused(data, tmp_path):
     run(data, out_dir=tmp_path, steps=4)
     with pytest.raises(TrainingError, match=r"steps=8 \(the checkpoint has 4\)"):
@@ -284,7 +300,8 @@ def test_evaluate_counts_only_labelled_positions(data):
     metrics = evaluate(
         model, eval_data, batch_size=4, collate_fn=P.collate, metrics_fn=P.pretraining_metrics
     )
-    assert set(metrics) == {"loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy"}
+    # without the [MASK] id only the all-chosen-positions accuracy can be measured
+    assert set(metrics) == {"loss", "mlm_loss", "nsp_loss", "chosen_accuracy", "nsp_accuracy"}
     assert metrics["loss"] == pytest.approx(metrics["mlm_loss"] + metrics["nsp_loss"])
     assert model.training  # evaluate restores the mode it found
     assert set(evaluate(model, eval_data, batch_size=4, collate_fn=P.collate)) == {"loss"}

@@ -1,0 +1,99 @@
+"""The neighbour curriculum: guided heads while training, a standard BERT after finish()."""
+
+import pytest
+import torch
+from conftest import make_tiny_config
+
+from minibert.attention import MultiHeadSelfAttention, padding_mask
+from minibert.curriculum import GuidedAttention, NeighbourCurriculum
+from minibert.model import BertForPreTraining
+
+
+def batch(seq=12, pad=3):
+    torch.manual_seed(0)
+    ids = torch.randint(5, 60, (2, seq))
+    attention_mask = torch.ones(2, seq, dtype=torch.long)
+    attention_mask[1, seq - pad :] = 0
+    labels = torch.full((2, seq), -100)
+    labels[:, 2] = ids[:, 2]
+    return dict(
+        input_ids=ids,
+        token_type_ids=torch.zeros_like(ids),
+        attention_mask=attention_mask,
+        mlm_labels=labels,
+        next_sentence_label=torch.tensor([0, 1]),
+    )
+
+
+def test_unguided_attention_is_the_standard_one():
+    torch.manual_seed(0)
+    plain = MultiHeadSelfAttention(16, 4)
+    guided = GuidedAttention(16, 4)
+    guided.load_state_dict(plain.state_dict())
+    x, mask = torch.randn(2, 6, 16), padding_mask(torch.tensor([[1] * 6, [1] * 4 + [0] * 2]))
+    torch.testing.assert_close(guided(x, mask)[0], plain(x, mask)[0])
+    guided.bias, guided.guide = 8.0, True
+    guided.eval()  # evaluation never applies the bonus
+    torch.testing.assert_close(guided(x, mask)[0], plain.eval()(x, mask)[0])
+    assert guided.aux_loss is None
+
+
+def test_bonus_points_the_guided_heads_at_the_neighbours_and_skips_padding():
+    torch.manual_seed(0)
+    guided = GuidedAttention(16, 4).train()
+    guided.bias, guided.guide = 30.0, True
+    real = torch.tensor([[1] * 6, [1] * 4 + [0] * 2])
+    _, weights = guided(torch.randn(2, 6, 16), padding_mask(real), output_attentions=True)
+    i = torch.arange(1, 6)
+    assert (weights[0, 0, i, i - 1] > 0.99).all()  # head 0: the previous token
+    assert (weights[0, 1, i - 1, i] > 0.99).all()  # head 1: the next token
+    assert weights[1, 1, 3, 4] == 0  # the last real token's "next" is padding: no bonus there
+    assert weights[..., 4:][1].abs().sum() == 0  # padding gets no weight at all
+    assert weights[0, 2:].max() < 0.99  # unguided heads are untouched
+    assert torch.isfinite(guided.aux_loss) and guided.aux_loss > 0
+
+
+def test_curriculum_anneals_then_finishes_as_a_standard_bert():
+    torch.manual_seed(0)
+    config = make_tiny_config(hidden_dropout=0.0, attention_dropout=0.0)
+    model = BertForPreTraining(config)
+    reference = {k: v.clone() for k, v in model.state_dict().items()}
+    guided = NeighbourCurriculum(model, bias=8.0, aux_weight=1.0, steps=4).train()
+    inputs = batch()
+    base = model(**inputs).loss  # the wrapped model directly: no aux in its loss yet
+    losses = []
+    for step in range(6):
+        assert guided.strength() == pytest.approx(max(0.0, 1 - step / 4))
+        losses.append(guided(**inputs).loss)
+    assert losses[0] > base  # the auxiliary loss is added while guiding
+    torch.testing.assert_close(losses[5], model(**inputs).loss)  # plain after the anneal
+    assert int(guided.step) == 6 and "step" in guided.state_dict()
+    plain = guided.finish()
+    assert type(plain.bert.encoder.layers[0].attention) is MultiHeadSelfAttention
+    assert plain.state_dict().keys() == reference.keys()
+    fresh = BertForPreTraining(config)
+    fresh.load_state_dict(plain.state_dict())
+    torch.testing.assert_close(fresh.eval()(**inputs).loss, plain.eval()(**inputs).loss)
+
+
+def test_aux_loss_teaches_the_heads_to_find_their_neighbours():
+    torch.manual_seed(0)
+    config = make_tiny_config(hidden_dropout=0.0, attention_dropout=0.0)
+    guided = NeighbourCurriculum(BertForPreTraining(config), 0.0, 1.0, 10_000).train()
+    optimizer = torch.optim.Adam(guided.parameters(), lr=1e-2)
+    inputs = batch()
+    first = None
+    for _ in range(60):
+        guided(**inputs).loss.backward()
+        first = first if first is not None else float(guided.attention.aux_loss.detach())
+        optimizer.step()
+        optimizer.zero_grad()
+    assert float(guided.attention.aux_loss.detach()) < 0.3 * first
+
+
+def test_bad_settings():
+    model = BertForPreTraining(make_tiny_config())
+    with pytest.raises(ValueError, match="steps"):
+        NeighbourCurriculum(model, 8.0, 1.0, 0)
+    with pytest.raises(ValueError, match="heads"):
+        GuidedAttention(16, 1)
