@@ -217,10 +217,13 @@ def model_view(
     attention_mask: Any = None,
     pad_token: str | None = "[PAD]",
     cmap: str = "Blues",
+    vmax: float | None = None,
 ) -> Figure:
     """Every layer (rows) x head (columns) as a small heatmap, like bertviz's model view.
 
-    Each thumbnail is scaled from 0 to its own largest weight, so its pattern shows.
+    By default each thumbnail is scaled from 0 to its own largest weight, so its pattern shows;
+    ``vmax`` (for example 1.0) puts every thumbnail on one scale, with a colour bar, so that
+    figures of two models compare.
     """
     import matplotlib.pyplot as plt
 
@@ -239,13 +242,16 @@ def model_view(
         for head in range(num_heads):
             ax = axes[layer, head]
             w = _select(layers, layer, head, batch_index, kept)
-            ax.imshow(w, cmap=cmap, vmin=0.0, vmax=max(float(w.max()), 1e-12))
+            top = vmax if vmax is not None else max(float(w.max()), 1e-12)
+            image = ax.imshow(w, cmap=cmap, vmin=0.0, vmax=top)
             ax.set_xticks([])
             ax.set_yticks([])
             if layer == 0:
                 ax.set_title(f"head {head}", fontsize=8)
             if head == 0:
                 ax.set_ylabel(f"layer {layer}", fontsize=8)
+    if vmax is not None:
+        fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
     text = " ".join(tokens[i] for i in kept)
     fig.suptitle(text if len(text) <= 90 else text[:87] + "...", fontsize=9, parse_math=False)
     return fig

@@ -40,6 +40,10 @@ def pretrained(tmp_path_factory):
         "3",
         "--dropout",
         "0",
+        "--neighbour-steps",
+        "3",
+        "--mask-rate",
+        "0.3",
     ]
     done = minibert(*args)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -58,6 +62,35 @@ def test_pretrain_writes_a_loadable_model_and_reports_metrics(pretrained):
     # trained with --dropout 0, saved with BERT's 0.1 so fine-tuning is regularised as usual
     config = json.loads((out / "config.json").read_text())
     assert config["hidden_dropout_prob"] == config["attention_probs_dropout_prob"] == 0.1
+
+
+def test_guided_pretraining_saves_a_standard_bert(pretrained):
+    import transformers
+
+    out, _, _ = pretrained
+    recipe = json.loads((out / "recipe.json").read_text())
+    assert recipe["neighbour_steps"] == 3 and recipe["mask_rate"] == 0.3
+    _, info = transformers.BertForPreTraining.from_pretrained(out, output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"]
+
+
+def test_stop_after_pauses_and_resume_finishes(pretrained, tmp_path):
+    _, args, _ = pretrained
+    args = [
+        *args[: args.index("--out") + 1],
+        str(tmp_path / "run"),
+        *args[args.index("--out") + 2 :],
+    ]
+    done = minibert(*args, "--stop-after", "4")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "paused at step 4 of 6" in done.stdout and "--resume" in done.stdout
+    assert not (tmp_path / "run" / "model.safetensors").exists()
+    done = minibert(*args, "--resume")
+    assert done.returncode == 0, done.stderr[-2000:]
+    history = json.loads((tmp_path / "run" / "history.json").read_text())
+    assert [h["step"] for h in history] == [1, 2, 3, 4, 5, 6]
+    bad = minibert(*args, "--stop-after", "7", "--overwrite")
+    assert bad.returncode == 2 and "stop_after" in bad.stderr
 
 
 def test_a_finished_run_is_neither_resumed_nor_overwritten(pretrained):

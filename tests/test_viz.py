@@ -141,6 +141,16 @@ def test_model_view_has_one_thumbnail_per_layer_and_head():
     assert fig.axes[0].get_ylabel() == "layer 0" and fig.axes[3].get_title() == "head 3"
 
 
+def test_model_view_shares_one_colour_scale_when_asked():
+    atts = random_attentions(layers=2, heads=2)
+    own = viz.model_view(atts, TOKENS)
+    assert len(own.axes) == 4  # no colour bar
+    assert {ax.images[0].get_clim()[1] for ax in own.axes} != {1.0}  # each its own maximum
+    shared = viz.model_view(atts, TOKENS, vmax=1.0)
+    assert len(shared.axes) == 5  # four thumbnails and the colour bar
+    assert all(ax.images[0].get_clim() == (0.0, 1.0) for ax in shared.axes[:4])
+
+
 def test_head_view_draws_one_line_per_pair_with_opacity_equal_to_the_weight():
     atts = random_attentions(heads=4)
     fig = viz.head_view(atts, TOKENS, layer=1, heads=[0, 3])
