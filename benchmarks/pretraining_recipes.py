@@ -9,6 +9,7 @@ articles (never trained on), with the n-gram table at the same positions as the 
 
     python benchmarks/pretraining_recipes.py                 # about 12 minutes per candidate
     python benchmarks/pretraining_recipes.py --only plain    # one candidate
+    python benchmarks/pretraining_recipes.py --collect       # tabulate the runs so far
 
 Runs live in runs/recipes/NAME (git-ignored); a candidate already run that far is read, not
 re-run. Writes benchmarks/results/pretraining_recipes.json and pretraining_recipes.png.
@@ -40,10 +41,6 @@ CANDIDATES = {  # name -> (what it is, the options beside SCHEDULE)
         "loss, both annealed to 0 (a)",
         {"neighbour_steps": 3000},
     ),
-    "neighbours_aux_only": (
-        "the auxiliary loss alone, no score bonus (a, without the bias)",
-        {"neighbour_steps": 3000, "neighbour_bias": 0.0},
-    ),
     "neighbours_mask40": (
         "guided heads as (a), 40% of tokens masked in training (Wettig et al. 2023)",
         {"neighbour_steps": 3000, "mask_rate": 0.4},
@@ -65,9 +62,12 @@ def main() -> None:
     parser.add_argument("--stop-after", type=int, default=3000, help="steps per candidate")
     parser.add_argument("--only", choices=sorted(CANDIDATES), action="append", default=None)
     parser.add_argument("--threads", type=int, default=None, help="torch threads per run")
+    parser.add_argument(
+        "--collect", action="store_true", help="run nothing: tabulate and plot the runs so far"
+    )
     args = parser.parse_args()
 
-    for name in args.only or CANDIDATES:
+    for name in [] if args.collect else args.only or CANDIDATES:
         done = len(history_of(name))
         if done >= args.stop_after:
             continue
@@ -107,6 +107,7 @@ def main() -> None:
         results["candidates"][name] = {
             "what": what,
             "options": options,
+            "steps_run": evals[-1]["step"],
             "curve": [
                 {
                     "step": h["step"],
@@ -137,18 +138,22 @@ def plot(results: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (mlm, nsp) = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, (mlm, clock, nsp) = plt.subplots(1, 3, figsize=(14, 3.6))
     for name, c in results["candidates"].items():
         steps = [p["step"] for p in c["curve"]]
         mlm.plot(steps, [p["mask_accuracy"] for p in c["curve"]], "o-", ms=3, label=name)
+        minutes = [p["seconds"] / 60 for p in c["curve"]]
+        clock.plot(minutes, [p["mask_accuracy"] for p in c["curve"]], "o-", ms=3, label=name)
         nsp.plot(steps, [p["nsp_accuracy"] for p in c["curve"]], "o-", ms=3, label=name)
     mlm.axhline(results["baselines_at_mask"]["ngram"], color="grey", ls="--", label="n-gram table")
     mlm.axhline(results["baselines_at_mask"]["most_frequent"], color="grey", ls=":", label='"the"')
     mlm.set_title("held-out top-1 accuracy at [MASK]")
+    clock.set_title("the same against training time")
     nsp.set_title("held-out NSP accuracy")
-    for ax in (mlm, nsp):
+    for ax in (mlm, clock, nsp):
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
+    clock.set_xlabel("minutes (two runs sharing the 2 cores, one thread each)")
     mlm.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -44,6 +44,7 @@ _SUBMODULES = (
     "cli",
     "config",
     "corpora",
+    "curriculum",
     "exercises",
     "inference",
     "model",
