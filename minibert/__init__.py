@@ -35,6 +35,9 @@ _EXPORTS: dict[str, str] = {
     # lesson 4: masked language modelling
     "fill_mask": "inference",
     "pretrain": "recipes",
+    # lesson 6: fine-tuning
+    "finetune": "recipes",
+    "classify": "inference",
 }
 
 _SUBMODULES = (
@@ -46,6 +49,7 @@ _SUBMODULES = (
     "corpora",
     "curriculum",
     "exercises",
+    "finetuning",
     "inference",
     "model",
     "pretraining",

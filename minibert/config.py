@@ -75,6 +75,7 @@ class BertConfig:
     activation: str = "gelu"
     initializer_range: float = 0.02
     num_labels: int = 2  # outputs of the classification heads (fine-tuning)
+    label_names: tuple[str, ...] | None = None  # index = label id; config.json's id2label
 
     def __post_init__(self) -> None:
         for name in (
@@ -108,6 +109,15 @@ class BertConfig:
                 or not 0 < value < math.inf
             ):
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}.")
+        if self.label_names is not None:
+            names = self.label_names = tuple(self.label_names)
+            if len(names) != self.num_labels or not all(isinstance(n, str) and n for n in names):
+                raise ValueError(
+                    f"label_names must be {self.num_labels} non-empty strings (one per label), "
+                    f"got {names!r}."
+                )
+            if len(set(names)) != len(names):
+                raise ValueError(f"label_names must differ from each other, got {names!r}.")
         if self.activation not in ACTIVATIONS:
             raise ValueError(
                 f"activation must be one of {tuple(ACTIVATIONS)} ('gelu' is BERT's exact GELU), "
@@ -118,6 +128,10 @@ class BertConfig:
     def head_dim(self) -> int:
         """Dimensions per attention head: hidden_size / num_heads."""
         return self.hidden_size // self.num_heads
+
+    def names(self) -> tuple[str, ...]:
+        """The labels' names: label_names, or Hugging Face's defaults LABEL_0, LABEL_1, ..."""
+        return self.label_names or tuple(f"LABEL_{i}" for i in range(self.num_labels))
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> BertConfig:
@@ -160,8 +174,8 @@ class BertConfig:
             "architectures": ["BertModel"],
             "model_type": "bert",
             **{theirs: getattr(self, ours) for ours, theirs in HF_CONFIG_KEYS.items()},
-            "id2label": {str(i): f"LABEL_{i}" for i in range(self.num_labels)},
-            "label2id": {f"LABEL_{i}": i for i in range(self.num_labels)},
+            "id2label": {str(i): name for i, name in enumerate(self.names())},
+            "label2id": {name: i for i, name in enumerate(self.names())},
             "pad_token_id": 0,
             "position_embedding_type": "absolute",
             "is_decoder": False,
@@ -195,6 +209,9 @@ class BertConfig:
         ours = {mine: d[theirs] for mine, theirs in HF_CONFIG_KEYS.items() if theirs in d}
         if "id2label" in d:
             ours["num_labels"] = len(d["id2label"])
+            names = tuple(d["id2label"][k] for k in sorted(d["id2label"], key=int))
+            if names != tuple(f"LABEL_{i}" for i in range(len(names))):
+                ours["label_names"] = names
         elif "num_labels" in d:
             ours["num_labels"] = d["num_labels"]
         return cls(**ours)

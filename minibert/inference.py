@@ -1,8 +1,9 @@
-"""A trained folder answering questions: fill in [MASK] tokens.
+"""A trained folder answering questions: fill in [MASK] tokens, label texts.
 
     model = BertForPreTraining.from_pretrained(folder)
     tok = BertTokenizer.from_pretrained(folder)
     fill_mask(model, tok, "the [MASK] of france is paris .")   # [[("capital", 0.41), ...]]
+    classify(classifier, tok, ["a gem of a film", "a mess"])   # [("fresh", 0.93), ("rotten", 0.88)]
 
 Reads models and tokenizers; trains nothing.
 """
@@ -14,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["fill_mask"]
+__all__ = ["classify", "fill_mask"]
 
 
 @torch.no_grad()
@@ -45,3 +46,26 @@ def fill_mask(
         [(tokenizer.convert_ids_to_tokens(int(i)), float(p)) for p, i in zip(ps, ids_)]
         for ps, ids_ in zip(top.values, top.indices)
     ]
+
+
+@torch.no_grad()
+def classify(
+    model: nn.Module, tokenizer: Any, texts: list[str], max_length: int = 128
+) -> list[tuple[str, float]]:
+    """For each text, the sequence classifier's most probable label and its probability."""
+    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+        raise TypeError("texts must be a list of str (wrap a single text in a list)")
+    if not texts:
+        raise ValueError("no texts to classify")
+    batch = tokenizer.encode_batch(texts, max_length=max_length, truncation=True)
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    try:
+        logits = model(**{k: v.to(device) for k, v in batch.items()}).logits  # (texts, labels)
+    finally:
+        model.train(was_training)
+    probs = logits.float().softmax(-1)
+    best = probs.max(-1)
+    names = model.config.names()
+    return [(names[int(i)], float(p)) for p, i in zip(best.values, best.indices)]

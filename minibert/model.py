@@ -177,10 +177,13 @@ class BertPreTrainedModel(nn.Module):
         super().__init__()
         self.config = config
 
-    def init_weights(self) -> None:
-        """Normal(0, initializer_range) weights, zero biases, unit LayerNorm, as BERT and HF."""
+    def init_weights(self, part: nn.Module | None = None) -> None:
+        """Normal(0, initializer_range) weights, zero biases, unit LayerNorm, as BERT and HF.
+
+        ``part`` (a submodule, e.g. the top layer) re-initialises only that part.
+        """
         std = self.config.initializer_range
-        for module in self.modules():
+        for module in (part if part is not None else self).modules():
             if isinstance(module, nn.Linear | nn.Embedding):
                 nn.init.normal_(module.weight, mean=0.0, std=std)
             if isinstance(module, nn.Linear) and module.bias is not None:

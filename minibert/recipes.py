@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import shutil
 import time
 from collections.abc import Sequence
@@ -29,8 +30,9 @@ from typing import Any
 
 import torch
 
-from minibert import corpora, pretraining
-from minibert.config import PRESETS, BertConfig
+from minibert import corpora, finetuning, pretraining
+from minibert import model as models
+from minibert.config import IGNORE_INDEX, PRESETS, BertConfig
 from minibert.curriculum import NeighbourCurriculum
 from minibert.model import BertForPreTraining
 from minibert.tokenization import BertTokenizer
@@ -38,7 +40,15 @@ from minibert.training import train
 from minibert.utils import atomic_write, default_device, set_seed
 from minibert.wordpiece_trainer import train_wordpiece
 
-__all__ = ["PretrainResult", "check_output_folder", "load_corpus", "pretrain"]
+__all__ = [
+    "FinetuneResult",
+    "PretrainResult",
+    "check_output_folder",
+    "finetune",
+    "load_corpus",
+    "model_folder",
+    "pretrain",
+]
 
 RUN_FOLDER = ".run"  # inside the output folder: the run's vocabulary and resumable state
 MODEL_FILES = ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json")
@@ -341,3 +351,248 @@ def _put_in_place(out, run, model, tok, history, recipe, overwrite) -> None:
     for file in sorted(staged.iterdir(), key=lambda f: f.name == "config.json"):
         file.replace(out / file.name)  # each rename is atomic; config.json last
     shutil.rmtree(run)
+
+
+# --- fine-tuning -------------------------------------------------------------------------------
+
+TASKS = {  # task -> (label names, model class name)
+    "rotten-tomatoes": (corpora.LABELS, "BertForSequenceClassification"),
+    "capitalisation": (("lower", "capitalised"), "BertForTokenClassification"),
+}
+
+
+@dataclass
+class FinetuneResult:
+    """What a fine-tuning run leaves: its folder, history and the best dev and the test measures."""
+
+    folder: Path
+    history: list[dict[str, float]]
+    dev: dict[str, Any] = field(default_factory=dict)
+    test: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def model_folder(name: str | Path) -> Path:
+    """'course' (the course checkpoint), 'minilm' (the pretrained MiniLM) or a model folder."""
+    from minibert import assets
+
+    if str(name) == "course":
+        return assets.course_checkpoint()
+    if str(name) == "minilm":
+        return assets.path("minilm")
+    folder = Path(name)
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(
+            f"model {name}: not 'course', 'minilm' or a folder with a config.json"
+        )
+    return folder
+
+
+def task_data(task: str, tok, max_length: int, train_examples: int | None, seed: int):
+    """(train, dev, test) datasets of a task; train_examples draws a random subset of train."""
+    if task == "rotten-tomatoes":
+        train_reviews, dev_reviews, test_reviews = (
+            corpora.rotten_tomatoes(s) for s in ("train", "dev", "test")
+        )
+        if train_examples is not None:
+            if train_examples > len(train_reviews):
+                raise ValueError(
+                    f"train_examples {train_examples} exceeds the {len(train_reviews)} training snippets"
+                )
+            train_reviews = random.Random(seed).sample(train_reviews, train_examples)
+        return tuple(
+            finetuning.ClassificationDataset.from_reviews(r, tok, max_length)
+            for r in (train_reviews, dev_reviews, test_reviews)
+        )
+    # capitalisation: sentences of the Wikipedia training articles (train, dev by position) and
+    # of the held-out articles (test)
+    train_sentences = [s for a in corpora.wikipedia_articles("train") for s in a.sentences]
+    dev_sentences, train_sentences = (
+        train_sentences[::10],
+        [s for i, s in enumerate(train_sentences) if i % 10],
+    )
+    test_sentences = [s for a in corpora.wikipedia_articles("heldout") for s in a.sentences]
+    if train_examples is not None:
+        train_sentences = random.Random(seed).sample(train_sentences, train_examples)
+    return tuple(
+        finetuning.TokenLabellingDataset(finetuning.capitalisation_examples(s, tok, max_length))
+        for s in (train_sentences, dev_sentences, test_sentences)
+    )
+
+
+def finetune(
+    out: str | Path,
+    *,
+    model: str | Path = "course",
+    task: str = "rotten-tomatoes",
+    scratch: bool = False,
+    epochs: int = 3,
+    max_steps: int | None = None,
+    lr: float = 5e-5,
+    batch_size: int = 32,
+    max_length: int = 128,
+    train_examples: int | None = None,
+    freeze_encoder: bool = False,
+    reinit_layers: int = 0,
+    warmup_fraction: float = 0.1,
+    weight_decay: float = 0.01,
+    overwrite: bool = False,
+    seed: int = 0,
+    device: str | None = None,
+    threads: int | None = None,
+    progress: bool = True,
+) -> FinetuneResult:
+    """Fine-tune a pretrained BERT folder (or a random one of its size) on a task; save it in out.
+
+    Evaluates on dev after every epoch, keeps the best dev weights, then measures test and saves
+    a Hugging Face folder (config with the label names, weights, tokenizer, results.json).
+    freeze_encoder trains only the classifier (a linear probe); reinit_layers re-initialises the
+    pooler and the top N encoder layers before training (Zhang et al., 2021).
+    """
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {sorted(TASKS)}, got {task!r}")
+    for name, value in (("epochs", epochs), ("batch_size", batch_size), ("max_length", max_length)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    for name, value in (("max_steps", max_steps), ("train_examples", train_examples)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if not (isinstance(lr, int | float) and 0 < lr < math.inf):
+        raise ValueError(f"lr must be a positive finite number, got {lr!r}")
+    if not 0 <= warmup_fraction <= 1:
+        raise ValueError(f"warmup_fraction must be in [0, 1], got {warmup_fraction!r}")
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file; give a folder")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise ValueError(f"--out {out} is not empty; pass --overwrite to replace what is there")
+    source = model_folder(model)
+    set_seed(seed)
+    if threads:
+        torch.set_num_threads(threads)
+    started = time.perf_counter()
+    tok = BertTokenizer.from_pretrained(source)
+    names, class_name = TASKS[task]
+    cls = getattr(models, class_name)
+    config = BertConfig.from_hf_config(source).replace(num_labels=len(names), label_names=names)
+    if not 0 <= reinit_layers <= config.num_layers:
+        raise ValueError(f"reinit_layers must be in [0, {config.num_layers}], got {reinit_layers}")
+    if max_length > config.max_position_embeddings:
+        raise ValueError(
+            f"max_length {max_length} exceeds the model's {config.max_position_embeddings} positions"
+        )
+    train_data, dev_data, test_data = task_data(task, tok, max_length, train_examples, seed)
+    if len(train_data) < batch_size:
+        raise ValueError(
+            f"{len(train_data)} training examples is fewer than one batch of {batch_size}"
+        )
+    if scratch:
+        net = cls(config)  # the same size and vocabulary, random weights
+    else:
+        net = cls.from_pretrained(source)
+        net.config = config
+    if reinit_layers:
+        parts = [*net.bert.encoder.layers[-reinit_layers:]]
+        if getattr(net.bert, "pooler", None) is not None:
+            parts.append(net.bert.pooler)
+        for part in parts:
+            net.init_weights(part)
+    if freeze_encoder:
+        for p in net.bert.parameters():
+            p.requires_grad_(False)
+    steps_per_epoch = len(train_data) // batch_size
+    steps = max_steps or epochs * steps_per_epoch
+    metrics_fn = (
+        finetuning.classification_metrics if task == "rotten-tomatoes" else finetuning.token_metrics
+    )
+    best: dict[str, Any] = {"accuracy": -1.0}
+
+    def keep_best(history: list[dict]) -> None:
+        accuracy = history[-1]["eval_accuracy"]
+        if accuracy > best["accuracy"]:
+            best.update(
+                accuracy=accuracy,
+                step=history[-1]["step"],
+                state={k: v.detach().clone() for k, v in net.state_dict().items()},
+            )
+
+    collate = lambda batch: finetuning.collate(batch, tok.pad_token_id)  # noqa: E731
+    history = train(
+        net,
+        train_data,
+        dev_data,
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        warmup_steps=round(warmup_fraction * steps),
+        weight_decay=weight_decay,
+        eval_every=min(steps_per_epoch, steps),
+        collate_fn=collate,
+        metrics_fn=metrics_fn,
+        seed=seed,
+        device=device or default_device(),
+        progress=progress,
+        on_eval=keep_best,
+    )
+    net.load_state_dict(best["state"])
+    dev = _measure(net, dev_data, collate, metrics_fn, task)
+    test = _measure(net, test_data, collate, metrics_fn, task)
+    results = {
+        "task": task,
+        "model": str(model),
+        "scratch": scratch,
+        "best_dev_step": best["step"],
+        "dev": dev,
+        "test": test,
+        "options": dict(
+            epochs=epochs,
+            max_steps=max_steps,
+            steps=steps,
+            lr=lr,
+            batch_size=batch_size,
+            max_length=max_length,
+            train_examples=train_examples,
+            freeze_encoder=freeze_encoder,
+            reinit_layers=reinit_layers,
+            seed=seed,
+        ),  # fmt: skip
+        "train_size": len(train_data),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    if overwrite:
+        for old in out.iterdir():
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
+    net.save_pretrained(out)
+    tok.save_pretrained(out)
+    atomic_write(out / "history.json", json.dumps(history, indent=1) + "\n")
+    atomic_write(out / "results.json", json.dumps(results, indent=1) + "\n")
+    return FinetuneResult(out, history, dev, test, time.perf_counter() - started)
+
+
+@torch.no_grad()
+def _measure(net, data, collate, metrics_fn, task) -> dict[str, Any]:
+    """Accuracy, F1 of label 1 and the confusion matrix of a model on a dataset."""
+    net.eval()
+    device = next(net.parameters()).device
+    labels, predictions = [], []
+    for start in range(0, len(data), 64):
+        batch = collate([data[i] for i in range(start, min(start + 64, len(data)))])
+        batch = {k: v.to(device) for k, v in batch.items()}
+        guess = net(**{k: v for k, v in batch.items() if k != "labels"}).logits.argmax(-1)
+        keep = batch["labels"] != IGNORE_INDEX
+        labels += batch["labels"][keep].tolist()
+        predictions += guess[keep].tolist()
+    matrix = finetuning.confusion_matrix(labels, predictions, net.config.num_labels)
+    tp, fp, fn = matrix[1][1], matrix[0][1], matrix[1][0]
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    return {
+        "accuracy": sum(matrix[i][i] for i in range(len(matrix))) / len(labels),
+        "f1": finetuning.f1_score(precision, recall),
+        "confusion": matrix,
+        "examples": len(labels),
+        "unit": "snippet" if task == "rotten-tomatoes" else "word",
+    }

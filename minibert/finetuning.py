@@ -1,0 +1,211 @@
+"""Fine-tuning data and measures: labelled texts -> encoded examples -> batches -> accuracy, F1.
+
+    data = ClassificationDataset.from_reviews(corpora.rotten_tomatoes("train"), tok, max_length=128)
+    batch = collate([data[0], data[1]], tok.pad_token_id)   # input_ids, ..., labels (batch,)
+    train(model, data, dev, collate_fn=..., metrics_fn=classification_metrics)
+
+Sequence classification (one label per text, or per pair of texts) feeds
+``BertForSequenceClassification``; token classification (one label per word, on its first
+piece; -100 on the others) feeds ``BertForTokenClassification``. The course's token task restores
+capitalisation: lower-cased Wikipedia sentences, each word labelled 1 if it was capitalised in
+the original text. The labels come from the text itself, so they are real and free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from minibert.config import IGNORE_INDEX
+from minibert.tokenization import BasicTokenizer, build_inputs, pad
+
+__all__ = [
+    "ClassificationDataset",
+    "TokenLabellingDataset",
+    "capitalisation_examples",
+    "classification_metrics",
+    "collate",
+    "confusion_matrix",
+    "f1_score",
+    "token_metrics",
+]
+
+
+class ClassificationDataset(torch.utils.data.Dataset):
+    """Texts (or text pairs) with one label each, encoded once: [CLS] A [SEP] (B [SEP])."""
+
+    def __init__(
+        self,
+        texts: Sequence[str],
+        labels: Sequence[int],
+        tokenizer,
+        max_length: int = 128,
+        text_pairs: Sequence[str] | None = None,
+    ):
+        if len(texts) != len(labels):
+            raise ValueError(f"{len(texts)} texts but {len(labels)} labels")
+        if text_pairs is not None and len(text_pairs) != len(texts):
+            raise ValueError(f"{len(texts)} texts but {len(text_pairs)} second texts")
+        if not texts:
+            raise ValueError("no examples: give at least one labelled text")
+        if max_length < 3 + (text_pairs is not None):
+            raise ValueError(f"max_length {max_length} leaves no room for text")
+        self.texts, self.labels = list(texts), [int(y) for y in labels]
+        self.items = []
+        for i, text in enumerate(self.texts):
+            second = None if text_pairs is None else text_pairs[i]
+            enc = tokenizer(text, second, max_length=max_length, truncation=True)
+            self.items.append(
+                {
+                    "input_ids": enc.input_ids,
+                    "token_type_ids": enc.token_type_ids,
+                    "labels": self.labels[i],
+                }
+            )
+
+    @classmethod
+    def from_reviews(cls, reviews: Sequence, tokenizer, max_length: int = 128):
+        """Rotten Tomatoes snippets (corpora.Review: text, label) as a dataset."""
+        return cls([r.text for r in reviews], [r.label for r in reviews], tokenizer, max_length)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        return self.items[index]
+
+
+def collate(batch: Sequence[dict], pad_token_id: int = 0) -> dict[str, torch.Tensor]:
+    """Pad to the longest: input_ids, token_type_ids, attention_mask (batch, seq); labels (batch,) or (batch, seq)."""
+    if not batch:
+        raise ValueError("cannot collate an empty batch")
+    seq = max(len(item["input_ids"]) for item in batch)
+
+    def column(key: str, padding: int) -> torch.Tensor:
+        return torch.tensor([pad(item[key], seq, padding) for item in batch], dtype=torch.long)
+
+    out = {
+        "input_ids": column("input_ids", pad_token_id),
+        "token_type_ids": column("token_type_ids", 0),
+        "attention_mask": torch.tensor(
+            [pad([1] * len(item["input_ids"]), seq, 0) for item in batch], dtype=torch.long
+        ),
+    }
+    labels = [item["labels"] for item in batch]
+    if isinstance(labels[0], list):  # a label per token
+        out["labels"] = column("labels", IGNORE_INDEX)
+    else:
+        out["labels"] = torch.tensor(labels, dtype=torch.long)
+    return out
+
+
+# --- measures ----------------------------------------------------------------------------------
+
+
+def classification_metrics(batch: dict[str, torch.Tensor], out: Any) -> dict[str, tuple[int, int]]:
+    """Accuracy of one batch, and the counts F1 needs, as (sum, count) for the loop to add.
+
+    For two labels, label 1 is the positive class: tp, predicted positive, actual positive.
+    """
+    predictions, labels = out.logits.argmax(-1), batch["labels"]  # (batch,), (batch,)
+    n = int(labels.numel())
+    sums = {"accuracy": (int((predictions == labels).sum()), n)}
+    if out.logits.shape[-1] == 2:
+        sums["positive_precision"] = (
+            int(((predictions == 1) & (labels == 1)).sum()),
+            int((predictions == 1).sum()),
+        )
+        sums["positive_recall"] = (
+            int(((predictions == 1) & (labels == 1)).sum()),
+            int((labels == 1).sum()),
+        )
+    return sums
+
+
+def token_metrics(batch: dict[str, torch.Tensor], out: Any) -> dict[str, tuple[int, int]]:
+    """Word-level accuracy, precision and recall of label 1, over labelled positions only."""
+    predictions, labels = out.logits.argmax(-1), batch["labels"]  # (batch, seq) each
+    keep = labels != IGNORE_INDEX
+    p, y = predictions[keep], labels[keep]
+    return {
+        "accuracy": (int((p == y).sum()), int(keep.sum())),
+        "positive_precision": (int(((p == 1) & (y == 1)).sum()), int((p == 1).sum())),
+        "positive_recall": (int(((p == 1) & (y == 1)).sum()), int((y == 1).sum())),
+    }
+
+
+def f1_score(precision: float, recall: float) -> float:
+    """Harmonic mean of precision and recall (0 when both are 0)."""
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
+def confusion_matrix(
+    labels: Sequence[int], predictions: Sequence[int], num_labels: int
+) -> list[list[int]]:
+    """counts[true][predicted], a num_labels x num_labels list of lists."""
+    if len(labels) != len(predictions):
+        raise ValueError(f"{len(labels)} labels but {len(predictions)} predictions")
+    counts = [[0] * num_labels for _ in range(num_labels)]
+    for y, p in zip(labels, predictions):
+        if not (0 <= y < num_labels and 0 <= p < num_labels):
+            raise ValueError(f"label {y} or prediction {p} outside [0, {num_labels})")
+        counts[y][p] += 1
+    return counts
+
+
+# --- the token task: restoring capitalisation ---------------------------------------------------
+
+
+def capitalisation_examples(
+    sentences: Sequence[str], tokenizer, max_length: int = 64
+) -> list[dict[str, list[int]]]:
+    """Lower-cased sentences with, on each word's first piece, 1 if the word was capitalised.
+
+    Words are split on whitespace and punctuation by the tokenizer's basic tokenizer on the
+    original text; a word counts as capitalised when its first character is upper case. The
+    other pieces of a word, [CLS], [SEP] and punctuation that has no case get -100 (ignored).
+    """
+    cased = BasicTokenizer(lowercase=False, strip_accents=False)  # words with their case
+    examples = []
+    for sentence in sentences:
+        pieces, labels = [], []
+        for word in cased.tokenize(sentence):
+            word_pieces = tokenizer.tokenize(word)  # lower-cased by an uncased tokenizer
+            if not word_pieces:
+                continue
+            has_case = word[0].lower() != word[0].upper()
+            labels += [int(word[0].isupper()) if has_case else IGNORE_INDEX]
+            labels += [IGNORE_INDEX] * (len(word_pieces) - 1)
+            pieces += word_pieces
+        pieces, labels = pieces[: max_length - 2], labels[: max_length - 2]
+        if all(label == IGNORE_INDEX for label in labels):
+            continue
+        input_ids, token_type_ids, _ = build_inputs(
+            tokenizer.convert_tokens_to_ids(pieces), None, tokenizer.cls_token_id,
+            tokenizer.sep_token_id,
+        )  # fmt: skip
+        examples.append(
+            {
+                "input_ids": input_ids,
+                "token_type_ids": token_type_ids,
+                "labels": [IGNORE_INDEX, *labels, IGNORE_INDEX],
+            }
+        )
+    return examples
+
+
+class TokenLabellingDataset(torch.utils.data.Dataset):
+    """Examples of ``capitalisation_examples`` (or any with per-token labels) as a dataset."""
+
+    def __init__(self, examples: Sequence[dict[str, list[int]]]):
+        if not examples:
+            raise ValueError("no examples: give at least one labelled sentence")
+        self.items = list(examples)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int) -> dict[str, list[int]]:
+        return self.items[index]

@@ -1,0 +1,166 @@
+"""minibert.finetuning and the finetune recipe: datasets, measures, a tiny end-to-end fine-tune."""
+
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+import transformers
+from conftest import make_tiny_config
+
+from minibert import assets, finetuning
+from minibert.inference import classify
+from minibert.model import BertForPreTraining, BertForSequenceClassification
+from minibert.recipes import finetune
+from minibert.tokenization import BertTokenizer
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return BertTokenizer.from_pretrained(assets.course_checkpoint())
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory, tok):
+    """A small 'pretrained' folder: random weights, the course vocabulary."""
+    folder = tmp_path_factory.mktemp("tiny")
+    torch.manual_seed(0)
+    config = make_tiny_config(vocab_size=len(tok.vocab), max_position_embeddings=64)
+    BertForPreTraining(config).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def test_dataset_encodes_texts_and_pairs(tok):
+    data = finetuning.ClassificationDataset(["a fine film", "dull"], [1, 0], tok, max_length=16)
+    assert data[0]["input_ids"] == tok("a fine film").input_ids and data[1]["labels"] == 0
+    pairs = finetuning.ClassificationDataset(["a b"], [1], tok, text_pairs=["c"])
+    assert pairs[0]["token_type_ids"] == [0, 0, 0, 0, 1, 1]
+    long = finetuning.ClassificationDataset(["word " * 200], [1], tok, max_length=16)
+    assert len(long[0]["input_ids"]) == 16
+    with pytest.raises(ValueError, match="2 texts but 1 labels"):
+        finetuning.ClassificationDataset(["a", "b"], [1], tok)
+    with pytest.raises(ValueError, match="no examples"):
+        finetuning.ClassificationDataset([], [], tok)
+
+
+def test_collate_pads_inputs_and_token_labels():
+    items = [
+        {"input_ids": [2, 7, 3], "token_type_ids": [0, 0, 0], "labels": [-100, 1, -100]},
+        {"input_ids": [2, 3], "token_type_ids": [0, 0], "labels": [-100, -100]},
+    ]
+    batch = finetuning.collate(items, pad_token_id=0)
+    assert batch["input_ids"].tolist() == [[2, 7, 3], [2, 3, 0]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
+    assert batch["labels"].tolist() == [[-100, 1, -100], [-100, -100, -100]]
+    sequence = finetuning.collate([{**items[0], "labels": 1}, {**items[1], "labels": 0}])
+    assert sequence["labels"].tolist() == [1, 0]
+
+
+def test_measures():
+    logits = torch.tensor([[2.0, 0.0], [0.0, 2.0], [0.0, 2.0], [2.0, 0.0]])  # says 0, 1, 1, 0
+    batch = {"labels": torch.tensor([0, 1, 0, 1])}
+    sums = finetuning.classification_metrics(batch, SimpleNamespace(logits=logits))
+    assert sums == {
+        "accuracy": (2, 4),
+        "positive_precision": (1, 2),
+        "positive_recall": (1, 2),
+    }
+    assert finetuning.confusion_matrix([0, 1, 0, 1], [0, 1, 1, 0], 2) == [[1, 1], [1, 1]]
+    assert finetuning.f1_score(0.5, 1.0) == pytest.approx(2 / 3)
+    assert finetuning.f1_score(0.0, 0.0) == 0.0
+    with pytest.raises(ValueError, match="outside"):
+        finetuning.confusion_matrix([2], [0], 2)
+
+
+def test_capitalisation_labels_come_from_the_text(tok):
+    (example,) = finetuning.capitalisation_examples(["The Eiffel Tower, built in 1889."], tok)
+    pieces = tok.convert_ids_to_tokens(example["input_ids"])
+    labelled = {p: y for p, y in zip(pieces, example["labels"]) if y != -100}
+    assert labelled["the"] == 1 and labelled["built"] == 0 and labelled["in"] == 0
+    assert all(p == p.lower() for p in pieces if not p.startswith("["))  # lower-cased input
+    for p, y in zip(pieces, example["labels"]):
+        if p.startswith("##") or p in (",", ".", "[CLS]", "[SEP]") or p.isdigit():
+            assert y == -100, p  # continuations, punctuation and numbers carry no label
+
+
+def test_finetune_end_to_end_saves_a_folder_transformers_loads(tiny_folder, tmp_path):
+    out = tmp_path / "rt"
+    result = finetune(
+        out, model=tiny_folder, train_examples=96, batch_size=16, max_steps=6,
+        max_length=32, lr=1e-3, progress=False,
+    )  # fmt: skip
+    assert [h["step"] for h in result.history if "eval_accuracy" in h] == [6]
+    results = json.loads((out / "results.json").read_text())
+    assert results["test"]["examples"] == 1272 and 0 <= results["test"]["accuracy"] <= 1
+    assert sum(map(sum, results["test"]["confusion"])) == 1272
+    config = json.loads((out / "config.json").read_text())
+    assert config["id2label"] == {"0": "rotten", "1": "fresh"}
+    assert config["architectures"] == ["BertForSequenceClassification"]
+    theirs, info = transformers.BertForSequenceClassification.from_pretrained(
+        out, output_loading_info=True
+    )
+    assert not info["missing_keys"] and not info["unexpected_keys"]
+    ours = BertForSequenceClassification.from_pretrained(out).eval()
+    batch = BertTokenizer.from_pretrained(out).encode_batch(["a gem", "a slow, tedious mess"])
+    with torch.no_grad():
+        torch.testing.assert_close(ours(**batch).logits, theirs.eval()(**batch).logits)
+    labels = classify(ours, BertTokenizer.from_pretrained(out), ["a gem", "a mess"])
+    assert [label in ("rotten", "fresh") and 0.5 <= p <= 1 for label, p in labels] == [True] * 2
+
+
+def test_freeze_scratch_and_reinit(tiny_folder, tmp_path):
+    common = dict(model=tiny_folder, train_examples=32, batch_size=16, max_steps=2, max_length=32,
+                  lr=1e-2, progress=False)  # fmt: skip
+    pretrained = BertForSequenceClassification.from_pretrained(tiny_folder).state_dict()
+    finetune(tmp_path / "probe", freeze_encoder=True, **common)
+    probe = BertForSequenceClassification.from_pretrained(tmp_path / "probe").state_dict()
+    assert all(torch.equal(probe[k], pretrained[k]) for k in pretrained if k.startswith("bert."))
+    assert not torch.equal(probe["classifier.weight"], pretrained["classifier.weight"])
+    finetune(tmp_path / "scratch", scratch=True, **common)
+    scratch = BertForSequenceClassification.from_pretrained(tmp_path / "scratch").state_dict()
+    key = "bert.embeddings.word_embeddings.weight"
+    assert (scratch[key] - pretrained[key]).abs().max() > 0.01  # not the pretrained table
+    finetune(tmp_path / "reinit", reinit_layers=1, freeze_encoder=True, **common)
+    reinit = BertForSequenceClassification.from_pretrained(tmp_path / "reinit").state_dict()
+    top = "bert.encoder.layers.1.attention.query.weight"
+    assert not torch.equal(reinit[top], pretrained[top])  # the top layer was re-initialised
+    bottom = "bert.encoder.layers.0.attention.query.weight"
+    assert torch.equal(reinit[bottom], pretrained[bottom])
+
+
+def test_token_task_end_to_end(tiny_folder, tmp_path):
+    result = finetune(
+        tmp_path / "caps", model=tiny_folder, task="capitalisation", train_examples=64,
+        batch_size=16, max_steps=3, max_length=32, lr=1e-3, progress=False,
+    )  # fmt: skip
+    assert result.test["unit"] == "word" and result.test["examples"] > 10_000
+    config = json.loads((tmp_path / "caps" / "config.json").read_text())
+    assert config["architectures"] == ["BertForTokenClassification"]
+
+
+def test_bad_arguments_are_one_line_errors(tiny_folder, tmp_path):
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "minibert.cli", *args], capture_output=True, text=True
+        )
+
+    for args, message in (
+        (["--model", str(tmp_path / "nowhere")], "not 'course', 'minilm' or a folder"),
+        (["--model", str(tiny_folder), "--reinit-layers", "5"], "reinit_layers must be in [0, 2]"),
+        (["--model", str(tiny_folder), "--max-length", "100"], "exceeds the model's 64"),
+        (
+            ["--model", str(tiny_folder), "--max-length", "32", "--train-examples", "99999"],
+            "exceeds the 10233",
+        ),
+        (["--lr", "0"], "argument --lr"),
+    ):
+        done = run("finetune", "--out", str(tmp_path / "x"), *args)
+        assert done.returncode == 2, (args, done.stderr)
+        last = done.stderr.strip().splitlines()[-1]  # argparse prints its usage above
+        assert "error" in last and message in last, done.stderr
+        assert "Traceback" not in done.stderr
+    done = run("classify", str(tmp_path / "nowhere"), "text")
+    assert done.returncode != 0 and "cannot load the model" in done.stderr
