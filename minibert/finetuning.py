@@ -13,6 +13,7 @@ the original text. The labels come from the text itself, so they are real and fr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +23,7 @@ from minibert.config import IGNORE_INDEX
 from minibert.tokenization import BasicTokenizer, build_inputs, pad
 
 __all__ = [
+    "BagOfWords",
     "ClassificationDataset",
     "TokenLabellingDataset",
     "capitalisation_examples",
@@ -29,6 +31,10 @@ __all__ = [
     "collate",
     "confusion_matrix",
     "f1_score",
+    "fit_logistic_regression",
+    "ngrams",
+    "predict",
+    "sentence_features",
     "token_metrics",
 ]
 
@@ -209,3 +215,121 @@ class TokenLabellingDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, index: int) -> dict[str, list[int]]:
         return self.items[index]
+
+
+# --- baselines: a bag of words, and frozen features, each with logistic regression ---------------
+
+
+def ngrams(text: str, n: int = 2) -> list[str]:
+    """The lower-cased words of text and its word n-grams up to n ("not bad" -> not, bad, not_bad)."""
+    words = BasicTokenizer().tokenize(text)
+    grams = list(words)
+    for k in range(2, n + 1):
+        grams += ["_".join(words[i : i + k]) for i in range(len(words) - k + 1)]
+    return grams
+
+
+class BagOfWords:
+    """Texts -> TF-IDF weighted counts of the unigrams and bigrams seen at least min_count times."""
+
+    def __init__(self, texts: Sequence[str], min_count: int = 2, n: int = 2):
+        counts: dict[str, int] = {}
+        docs = [set(ngrams(t, n)) for t in texts]
+        for doc in docs:
+            for g in doc:
+                counts[g] = counts.get(g, 0) + 1
+        kept = sorted(g for g, c in counts.items() if c >= min_count)
+        if not kept:
+            raise ValueError(f"no n-gram occurs {min_count} times in the {len(texts)} texts")
+        self.index = {g: i for i, g in enumerate(kept)}
+        self.idf = torch.tensor(
+            [math.log((1 + len(docs)) / (1 + counts[g])) + 1 for g in kept], dtype=torch.float32
+        )
+        self.n = n
+
+    def __call__(self, texts: Sequence[str]) -> torch.Tensor:
+        """(texts, features), sparse: log(1 + count) x idf, each row scaled to unit length."""
+        rows, cols, values = [], [], []
+        for row, text in enumerate(texts):
+            counts: dict[int, int] = {}
+            for g in ngrams(text, self.n):
+                if g in self.index:
+                    counts[self.index[g]] = counts.get(self.index[g], 0) + 1
+            weights = {c: math.log1p(k) * float(self.idf[c]) for c, k in counts.items()}
+            norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
+            for c, w in weights.items():
+                rows.append(row)
+                cols.append(c)
+                values.append(w / norm)
+        return torch.sparse_coo_tensor(
+            torch.tensor([rows, cols], dtype=torch.long).reshape(2, -1),
+            torch.tensor(values, dtype=torch.float32),
+            (len(texts), len(self.index)),
+            check_invariants=True,
+        ).coalesce()
+
+
+def fit_logistic_regression(
+    x: torch.Tensor, y: Sequence[int], l2: float = 1e-4, steps: int = 300
+) -> torch.nn.Linear:
+    """Multinomial logistic regression with an L2 penalty, fitted with L-BFGS: (n, d) -> Linear(d, k).
+
+    Dense features are standardised first (so one l2 suits every scale; the returned layer takes
+    raw features); sparse ones (a bag of words, already unit rows) are used as they are.
+    """
+    y = torch.as_tensor(y, dtype=torch.long)
+    if x.shape[0] != y.shape[0] or x.shape[0] == 0:
+        raise ValueError(f"{x.shape[0]} rows of features but {y.shape[0]} labels")
+    sparse = x.is_sparse
+    if not sparse:
+        mean, std = x.mean(0), x.std(0).clamp(min=1e-6)
+        x = (x - mean) / std
+    linear = torch.nn.Linear(x.shape[1], int(y.max()) + 1)
+    torch.nn.init.zeros_(linear.weight)
+    torch.nn.init.zeros_(linear.bias)
+    optimizer = torch.optim.LBFGS(
+        linear.parameters(), max_iter=steps, line_search_fn="strong_wolfe"
+    )
+
+    def closure():
+        optimizer.zero_grad()
+        logits = x @ linear.weight.T + linear.bias  # (n, k); sparse @ dense works
+        loss = torch.nn.functional.cross_entropy(logits, y) + l2 * linear.weight.square().sum()
+        loss.backward()
+        return loss
+
+    optimizer.step(closure)
+    if not sparse:
+        with torch.no_grad():  # fold the standardisation into the weights: raw features in
+            linear.weight /= std
+            linear.bias -= (linear.weight * mean).sum(1)
+    return linear
+
+
+def predict(linear: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """Labels (n,) from a fitted logistic regression on features x (dense or sparse)."""
+    with torch.no_grad():
+        return (x @ linear.weight.T + linear.bias).argmax(-1)
+
+
+@torch.no_grad()
+def sentence_features(
+    model, tokenizer, texts: Sequence[str], pooling: str = "cls", max_length: int = 128,
+    batch_size: int = 64,
+) -> torch.Tensor:  # fmt: skip
+    """Frozen features of a BertModel (or any model with .bert): (texts, hidden), [CLS] or mean."""
+    if pooling not in ("cls", "mean"):
+        raise ValueError(f"pooling must be 'cls' or 'mean', got {pooling!r}")
+    encoder = getattr(model, "bert", model).eval()
+    rows = []
+    for start in range(0, len(texts), batch_size):
+        batch = tokenizer.encode_batch(
+            list(texts[start : start + batch_size]), max_length=max_length, truncation=True
+        )
+        hidden = encoder(**batch).last_hidden_state  # (batch, seq, hidden)
+        if pooling == "cls":
+            rows.append(hidden[:, 0])
+        else:
+            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # (batch, seq, 1)
+            rows.append((hidden * mask).sum(1) / mask.sum(1))
+    return torch.cat(rows)

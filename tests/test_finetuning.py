@@ -164,3 +164,40 @@ def test_bad_arguments_are_one_line_errors(tiny_folder, tmp_path):
         assert "Traceback" not in done.stderr
     done = run("classify", str(tmp_path / "nowhere"), "text")
     assert done.returncode != 0 and "cannot load the model" in done.stderr
+
+
+def test_bag_of_words_and_logistic_regression_learn_a_separable_task():
+    texts = ["good fun", "a good film", "not good", "bad film", "very bad", "good and fun"] * 5
+    labels = [1, 1, 0, 0, 0, 1] * 5
+    bow = finetuning.BagOfWords(texts, min_count=2)
+    assert "not_good" in bow.index and "good" in bow.index  # bigrams beside unigrams
+    x = bow(texts)
+    assert x.is_sparse and x.shape == (30, len(bow.index))
+    norms = x.to_dense().norm(dim=1)
+    torch.testing.assert_close(norms, torch.ones(30))
+    linear = finetuning.fit_logistic_regression(x, labels, l2=1e-4)
+    assert finetuning.predict(linear, x).tolist() == labels  # "not good" is negative: bigrams
+    with pytest.raises(ValueError, match="occurs"):
+        finetuning.BagOfWords(["a", "b"], min_count=2)
+
+
+def test_logistic_regression_on_dense_features_takes_raw_inputs():
+    torch.manual_seed(0)
+    x = torch.randn(200, 3) * torch.tensor([100.0, 1.0, 0.01]) + 50  # wildly different scales
+    y = (x[:, 2] > 50).long()  # only the smallest feature matters
+    linear = finetuning.fit_logistic_regression(x, y.tolist(), l2=1e-4)
+    assert (finetuning.predict(linear, x) == y).float().mean() > 0.95
+
+
+def test_sentence_features_pool_cls_or_mean(tiny_folder, tok):
+    from minibert.model import BertModel
+
+    model = BertModel.from_pretrained(tiny_folder)
+    texts = ["a short one", "a somewhat longer text than the first"]
+    cls = finetuning.sentence_features(model, tok, texts, "cls")
+    mean = finetuning.sentence_features(model, tok, texts, "mean", batch_size=1)
+    alone = model.eval()(**tok.encode_batch(texts[:1])).last_hidden_state[0]
+    torch.testing.assert_close(cls[0], alone[0])
+    torch.testing.assert_close(mean[0], alone.mean(0))  # padding is left out of the mean
+    with pytest.raises(ValueError, match="pooling"):
+        finetuning.sentence_features(model, tok, texts, "max")
