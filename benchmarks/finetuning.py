@@ -1,0 +1,182 @@
+"""What pretraining buys: Rotten Tomatoes test accuracy, from baselines to fine-tuned MiniLM.
+
+    python benchmarks/finetuning.py                  # the whole table, about 30 minutes on 2 cores
+    python benchmarks/finetuning.py --only baselines # majority, bag of words, frozen features
+
+The course's split is by movie (10,233 / 1,247 / 1,272 snippets; label 1 = fresh). Rows:
+
+- majority class; bag-of-words logistic regression (TF-IDF unigrams + bigrams, L2 chosen on dev);
+- frozen features + logistic regression: the course checkpoint and MiniLM, [CLS] and mean pooling;
+- full fine-tuning (`minibert.recipes.finetune`, the best dev epoch kept): random weights of the
+  course checkpoint's size and vocabulary ("scratch"), the course checkpoint, MiniLM, each over
+  --seeds seeds (mean and spread);
+- accuracy against the number of labelled training examples (--sizes, and all) for the three.
+
+Writes benchmarks/results/finetuning.json and finetuning.png (the labelled-examples curve).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from minibert import assets, corpora, finetuning
+from minibert.model import BertModel
+from minibert.recipes import finetune
+from minibert.tokenization import BertTokenizer
+
+RESULTS = Path(__file__).resolve().parent / "results"
+MODELS = {"scratch": ("course", True), "course": ("course", False), "minilm": ("minilm", False)}
+LR = {"scratch": 1e-3, "course": 1e-3, "minilm": 5e-5}  # small models take a larger step
+STEPS_AT_LEAST = 150  # a small subset still gets this many steps (more epochs)
+
+
+def accuracy(predicted: torch.Tensor, reviews) -> float:
+    return float((predicted == torch.tensor([r.label for r in reviews])).float().mean())
+
+
+def baselines(train, dev, test) -> dict:
+    """Majority class, bag of words and frozen features, each scored on test."""
+    rows = {}
+    majority = max((0, 1), key=[r.label for r in train].count)
+    rows["majority class"] = accuracy(torch.full((len(test),), majority), test)
+    bow = finetuning.BagOfWords([r.text for r in train])
+    x_train, x_dev, x_test = (bow([r.text for r in s]) for s in (train, dev, test))
+    fits = {
+        l2: finetuning.fit_logistic_regression(x_train, [r.label for r in train], l2=l2)
+        for l2 in (1e-5, 3e-5, 1e-4)
+    }
+    l2 = max(fits, key=lambda k: accuracy(finetuning.predict(fits[k], x_dev), dev))
+    rows["bag of words (unigrams + bigrams), logistic regression"] = accuracy(
+        finetuning.predict(fits[l2], x_test), test
+    )
+    for name in ("course", "minilm"):
+        folder = assets.course_checkpoint() if name == "course" else assets.path("minilm")
+        model, tok = BertModel.from_pretrained(folder), BertTokenizer.from_pretrained(folder)
+        for pooling in ("cls", "mean"):
+            feats = [
+                finetuning.sentence_features(model, tok, [r.text for r in s], pooling)
+                for s in (train, dev, test)
+            ]
+            fits = {
+                l2: finetuning.fit_logistic_regression(feats[0], [r.label for r in train], l2=l2)
+                for l2 in (1e-4, 1e-3, 1e-2)
+            }
+            l2 = max(fits, key=lambda k: accuracy(finetuning.predict(fits[k], feats[1]), dev))
+            label = f"frozen {name} features ({'[CLS]' if pooling == 'cls' else 'mean'}), logistic regression"
+            rows[label] = accuracy(finetuning.predict(fits[l2], feats[2]), test)
+    return rows
+
+
+def fine_tune(name: str, seed: int, examples: int | None, work: Path) -> dict:
+    """One fine-tuning run; its best-dev test measures and time."""
+    model, scratch = MODELS[name]
+    n = examples or 10_233
+    epochs = max(3, math.ceil(STEPS_AT_LEAST * 32 / n))
+    result = finetune(
+        work / f"{name}-{seed}-{examples}",
+        model=model,
+        scratch=scratch,
+        epochs=epochs,
+        lr=LR[name],
+        train_examples=examples,
+        seed=seed,
+        progress=False,
+        overwrite=True,
+    )
+    return {
+        "seed": seed,
+        "examples": n,
+        "epochs": epochs,
+        "test_accuracy": result.test["accuracy"],
+        "test_f1": result.test["f1"],
+        "dev_accuracy": result.dev["accuracy"],
+        "seconds": round(result.seconds, 1),
+    }
+
+
+def summary(runs: list[dict]) -> dict:
+    values = [r["test_accuracy"] for r in runs]
+    return {
+        "mean": statistics.mean(values),
+        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+        "runs": runs,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--sizes", type=int, nargs="*", default=[64, 256, 1024])
+    parser.add_argument("--only", choices=("baselines", "finetuning"), default=None)
+    args = parser.parse_args()
+
+    started = time.perf_counter()
+    train, dev, test = (corpora.rotten_tomatoes(s) for s in ("train", "dev", "test"))
+    out_file = RESULTS / "finetuning.json"
+    results = json.loads(out_file.read_text()) if out_file.exists() else {}
+    results.update(
+        what="Rotten Tomatoes test accuracy (1,272 snippets of movies in neither train nor dev)",
+        machine=f"{platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}",
+        learning_rates=LR,
+    )
+    if args.only != "finetuning":
+        results["baselines"] = baselines(train, dev, test)
+        for name, value in results["baselines"].items():
+            print(f"{value:.1%}  {name}", flush=True)
+    if args.only != "baselines":
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            full, curve = {}, {}
+            for name in MODELS:
+                runs = [fine_tune(name, seed, None, work) for seed in range(args.seeds)]
+                full[name] = summary(runs)
+                print(f"{full[name]['mean']:.1%} +- {full[name]['std']:.1%}  fine-tuned {name}")
+                curve[name] = {
+                    str(n): summary([fine_tune(name, s, n, work) for s in range(args.seeds)])
+                    for n in args.sizes
+                }
+                curve[name][str(len(train))] = full[name]
+            results["fine_tuned"], results["labelled_examples_curve"] = full, curve
+        plot(results, RESULTS / "finetuning.png")
+    results["seconds"] = round(time.perf_counter() - started)
+    out_file.write_text(json.dumps(results, indent=1) + "\n")
+
+
+def plot(results: dict, path: Path) -> None:
+    """Test accuracy against the number of labelled examples, one line per starting point."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for name, points in results["labelled_examples_curve"].items():
+        sizes = sorted(points, key=int)
+        means = [points[n]["mean"] for n in sizes]
+        stds = [points[n]["std"] for n in sizes]
+        ax.errorbar([int(n) for n in sizes], means, yerr=stds, marker="o", capsize=3, label=name)
+    for name, value in results.get("baselines", {}).items():
+        if name.startswith(("majority", "bag of words")):
+            ax.axhline(value, ls=":" if name.startswith("majority") else "--", color="grey",
+                       label=name.split(" (")[0].split(",")[0])  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_xlabel("labelled training examples")
+    ax.set_ylabel("test accuracy")
+    ax.set_title("Rotten Tomatoes: what pretraining is worth")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
