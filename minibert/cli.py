@@ -177,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     pre = sub.add_parser(
         "pretrain",
-        help="pretrain a BERT with MLM + NSP on Wikipedia (or your corpus)",
+        help="pretrain a BERT with MLM (+ NSP or SOP) on Wikipedia (or your corpus)",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add = pre.add_argument
@@ -256,9 +256,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--static-masking", action="store_true", help="mask each example once, not anew every epoch"
     )
     add(
-        "--mlm-only",
-        action="store_true",
-        help="no next sentence prediction (RoBERTa-style full sentences)",
+        "--objective",
+        default="nsp",
+        choices=("nsp", "sop", "none"),
+        help="the sentence-level task beside MLM: next sentence prediction (BERT), sentence "
+        "order prediction (ALBERT: A and B in order or swapped) or none (RoBERTa: MLM only)",
     )
     add(
         "--neighbour-steps",

@@ -25,6 +25,9 @@ from minibert.utils import read_json_object
 # Label conventions, in one place (Google's BERT and Hugging Face; d2l uses 1 = IsNext instead)
 IGNORE_INDEX = -100  # a label that takes no part in a loss, as in PyTorch and Hugging Face
 IS_NEXT, NOT_NEXT = 0, 1  # next_sentence_label: 0 = B follows A, 1 = B is from elsewhere
+# the sentence-level pretraining objective: next sentence prediction (BERT; 1 = B random),
+# sentence order prediction (ALBERT; 1 = A and B swapped) or none (RoBERTa: MLM only)
+OBJECTIVES = ("nsp", "sop", "none")
 
 # name -> (num_layers, hidden_size, num_heads); intermediate_size is 4 * hidden_size
 PRESETS: dict[str, tuple[int, int, int]] = {

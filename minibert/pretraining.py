@@ -8,7 +8,9 @@ Follows Google's ``create_pretraining_data.py``:
    is the rest of the chunk, the actual continuation (IsNext, label 0), or with probability 0.5
    sentences from a different, randomly chosen document (NotNext, label 1); a chunk of a single
    sentence always gets a random B. The longer segment is truncated, from the front or the back at
-   random, until the pair fits. ``nsp=False`` gives RoBERTa-style full-sentence, MLM-only examples.
+   random, until the pair fits. ``objective="sop"`` gives ALBERT's sentence-order pairs instead:
+   A and B are consecutive segments of one document, in order (label 0) or swapped (label 1).
+   ``objective="none"`` gives RoBERTa-style full-sentence, MLM-only examples (label -100).
 2. ``mask_tokens`` chooses 15% of the non-special tokens (at least 1, at most
    ``max_predictions``); 80% of them become [MASK], 10% a random token, 10% stay. Labels are the
    original ids at the chosen positions and -100 elsewhere. Whole-word masking chooses whole
@@ -30,12 +32,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from minibert.config import IGNORE_INDEX, IS_NEXT, NOT_NEXT
+from minibert.config import IGNORE_INDEX, IS_NEXT, NOT_NEXT, OBJECTIVES
 from minibert.tokenization import build_inputs, pad
 
 __all__ = [
     "IS_NEXT",
     "NOT_NEXT",
+    "OBJECTIVES",
     "NgramTable",
     "TopicBaseline",
     "PretrainingDataset",
@@ -83,11 +86,19 @@ def create_examples(
     documents: Sequence[Sequence[Sequence[int]]],
     max_len: int = 128,
     short_seq_prob: float = 0.1,
-    nsp: bool = True,
+    objective: str = "nsp",
     dupe_factor: int = 1,
     seed: int = 0,
 ) -> list[PretrainingExample]:
-    """Cut tokenized documents (document -> sentence -> ids) into pretraining examples of <= max_len."""
+    """Cut tokenized documents (document -> sentence -> ids) into pretraining examples of <= max_len.
+
+    objective: "nsp" (BERT's next sentence prediction), "sop" (ALBERT's sentence order) or
+    "none" (MLM only). The label follows Google and Hugging Face: 0 = B follows A (IsNext, in
+    order), 1 = it does not (NotNext: random; or swapped).
+    """
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+    nsp = objective != "none"
     if max_len < 5:
         raise ValueError(f"max_len must leave room for [CLS], [SEP] and tokens; got {max_len}")
     if not 0.0 <= short_seq_prob <= 1.0:
@@ -101,14 +112,15 @@ def create_examples(
     for _ in range(dupe_factor):
         for doc_index in nonempty:
             examples += _examples_from_document(
-                docs, doc_index, nonempty, max_len, short_seq_prob, nsp, rng
+                docs, doc_index, nonempty, max_len, short_seq_prob, objective, rng
             )
     rng.shuffle(examples)
     return examples
 
 
-def _examples_from_document(docs, doc_index, nonempty, max_len, short_seq_prob, nsp, rng):
+def _examples_from_document(docs, doc_index, nonempty, max_len, short_seq_prob, objective, rng):
     document = docs[doc_index]
+    nsp = objective != "none"
     max_tokens = max_len - (3 if nsp else 2)  # [CLS] A [SEP] B [SEP], or [CLS] A [SEP]
     target = max_tokens
     if rng.random() < short_seq_prob:
@@ -133,6 +145,9 @@ def _examples_from_document(docs, doc_index, nonempty, max_len, short_seq_prob, 
                         (0, 0),
                     )
                 )
+            elif objective == "sop":
+                if len(chunk) >= 2:  # a lone sentence has no order to predict: no example
+                    examples.append(_sop_example(chunk, chunk_start, doc_index, max_tokens, rng))
             else:
                 a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
                 tokens_a = [t for s in chunk[:a_end] for t in s]
@@ -171,6 +186,21 @@ def _examples_from_document(docs, doc_index, nonempty, max_len, short_seq_prob, 
             chunk, length = [], 0
         i += 1
     return examples
+
+
+def _sop_example(chunk, chunk_start, doc_index, max_tokens, rng) -> PretrainingExample:
+    """Two consecutive segments of a chunk, in order (label 0) or swapped (label 1)."""
+    a_end = rng.randint(1, len(chunk) - 1)
+    first = [t for s in chunk[:a_end] for t in s]
+    second = [t for s in chunk[a_end:] for t in s]
+    spans = (chunk_start, chunk_start + a_end), (chunk_start + a_end, chunk_start + len(chunk))
+    label = NOT_NEXT if rng.random() < 0.5 else IS_NEXT
+    if label == NOT_NEXT:
+        first, second, spans = second, first, spans[::-1]
+    truncate_pair(first, second, max_tokens, rng)
+    return PretrainingExample(
+        tuple(first), tuple(second), label, doc_index, doc_index, spans[0], spans[1]
+    )
 
 
 def mask_tokens(
@@ -391,14 +421,14 @@ def heldout_dataset(
     articles: Sequence,
     tokenizer,
     max_len: int = 128,
-    nsp: bool = True,
+    objective: str = "nsp",
     seed: int = 1,
     whole_word: bool = False,
     max_predictions: int | None = None,
 ) -> PretrainingDataset:
     """Held-out examples with one fixed (static) mask, so every scoring sees the same tokens."""
     documents = tokenize_documents(articles, tokenizer)
-    examples = create_examples(documents, max_len, nsp=nsp, seed=seed)
+    examples = create_examples(documents, max_len, objective=objective, seed=seed)
     return PretrainingDataset.from_tokenizer(
         examples,
         tokenizer,

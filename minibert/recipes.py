@@ -32,7 +32,7 @@ import torch
 
 from minibert import corpora, finetuning, pretraining
 from minibert import model as models
-from minibert.config import IGNORE_INDEX, PRESETS, BertConfig
+from minibert.config import IGNORE_INDEX, OBJECTIVES, PRESETS, BertConfig
 from minibert.curriculum import NeighbourCurriculum
 from minibert.model import BertForPreTraining
 from minibert.tokenization import BertTokenizer
@@ -120,6 +120,8 @@ def check_output_folder(out: Path, overwrite: bool, resume: bool) -> None:
 
 def _check_arguments(args: dict[str, Any]) -> None:
     """Every argument of pretrain, checked before anything is read or written."""
+    if args["objective"] not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {args['objective']!r}")
     if args["preset"] not in PRESETS:
         raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {args['preset']!r}")
     positive = ("steps", "batch_size", "grad_accum_steps", "eval_every", "dupe_factor")
@@ -212,7 +214,7 @@ def pretrain(
     mask_rate: float = 0.15,
     whole_word: bool = False,
     static_masking: bool = False,
-    mlm_only: bool = False,
+    objective: str = "nsp",
     neighbour_steps: int = 0,
     neighbour_bias: float = 8.0,
     neighbour_aux: float = 1.0,
@@ -227,7 +229,7 @@ def pretrain(
     threads: int | None = None,
     progress: bool = True,
 ) -> PretrainResult:
-    """Pretrain a BERT with MLM (+ NSP unless mlm_only) and save it in `out`; see the module doc.
+    """Pretrain a BERT with MLM (+ NSP, SOP or nothing: objective) and save it in `out`.
 
     dropout applies while pretraining only: the saved config.json keeps the preset's 0.1 for
     fine-tuning. mask_rate applies to the training examples; held-out examples are always masked
@@ -268,12 +270,11 @@ def pretrain(
     train_articles, heldout_articles = load_corpus(corpus)
     print(f"corpus: {len(train_articles)} training and {len(heldout_articles)} held-out documents")
     tok = _tokenizer(vocab, vocab_size, train_articles, run)
-    nsp = not mlm_only
     data_kwargs = dict(whole_word=whole_word, max_predictions=max_predictions)
     train_examples = pretraining.create_examples(
         pretraining.tokenize_documents(train_articles, tok),
         max_len,
-        nsp=nsp,
+        objective=objective,
         dupe_factor=dupe_factor,
         seed=seed,
     )
@@ -286,7 +287,7 @@ def pretrain(
         **data_kwargs,
     )
     eval_data = pretraining.heldout_dataset(
-        heldout_articles, tok, max_len, nsp=nsp, seed=seed + 1, **data_kwargs
+        heldout_articles, tok, max_len, objective=objective, seed=seed + 1, **data_kwargs
     )
     print(
         f"examples: {len(train_data):,} training, {len(eval_data):,} held-out (max_len {max_len})"

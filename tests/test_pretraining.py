@@ -137,7 +137,7 @@ def test_short_sequences_and_truncation(documents):
 
 
 def test_mlm_only_mode(documents, tok):
-    examples = P.create_examples(documents[:10], max_len=MAX_LEN, nsp=False, seed=0)
+    examples = P.create_examples(documents[:10], max_len=MAX_LEN, objective="none", seed=0)
     assert all(not e.tokens_b and e.next_sentence_label == -100 for e in examples)
     assert all(len(e.tokens_a) + 2 <= MAX_LEN for e in examples)
     item = P.PretrainingDataset.from_tokenizer(examples, tok)[0]
@@ -271,3 +271,36 @@ def test_topic_baseline_cosine_threshold_and_order_blindness():
     pairs += [pair([1, 2, 3], [8, 9, 10], P.NOT_NEXT), pair([7, 8], [2, 3, 4], P.NOT_NEXT)]
     assert topic.fit(pairs).accuracy(pairs) == 1.0
     assert 0.0 < topic.threshold < 1.0
+
+
+def test_sentence_order_pairs_are_in_order_or_swapped(documents):
+    examples = P.create_examples(documents, max_len=MAX_LEN, objective="sop", seed=0)
+    swapped = [e for e in examples if e.next_sentence_label == P.NOT_NEXT]
+    assert abs(len(swapped) / len(examples) - 0.5) < five_sigma(0.5, len(examples))
+    for e in examples:
+        assert e.doc_a == e.doc_b  # always one document
+        assert len(e.tokens_a) + len(e.tokens_b) <= MAX_LEN - 3 and e.tokens_a and e.tokens_b
+        if e.next_sentence_label == P.IS_NEXT:  # A's sentences come right before B's
+            assert e.sentences_a[1] == e.sentences_b[0]
+        else:  # the same two segments, swapped: B's sentences come right before A's
+            assert e.sentences_b[1] == e.sentences_a[0]
+
+
+def test_a_swapped_pair_is_exactly_the_ordered_pair_reversed():
+    import random
+
+    chunk = [[5, 6], [7], [8, 9, 10]]
+    by_cut: dict = {}
+    for seed in range(200):
+        e = P._sop_example(chunk, 0, 0, 100, random.Random(seed))
+        first = e.sentences_a if e.next_sentence_label == P.IS_NEXT else e.sentences_b
+        by_cut.setdefault(first, {})[e.next_sentence_label] = e
+    assert len(by_cut) == 2  # both places to cut the three sentences
+    for pair in by_cut.values():
+        ordered, swapped = pair[P.IS_NEXT], pair[P.NOT_NEXT]
+        assert (swapped.tokens_a, swapped.tokens_b) == (ordered.tokens_b, ordered.tokens_a)
+
+
+def test_unknown_objective_is_refused(documents):
+    with pytest.raises(ValueError, match="objective"):
+        P.create_examples(documents[:3], objective="nsp+sop")
