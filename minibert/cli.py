@@ -36,21 +36,29 @@ def _course(args: argparse.Namespace) -> int:
     return subprocess.call(command)
 
 
-def _pretrain(args: argparse.Namespace) -> int:
-    from minibert.recipes import pretrain
+def _call_recipe(command: str, recipe, args: argparse.Namespace):
+    """The recipe run with the command's options: its result, or an exit code after one line."""
     from minibert.training import TrainingError
 
     options = {k: v for k, v in vars(args).items() if k not in ("command", "run", "out")}
     try:
-        result = pretrain(args.out, **options)
+        return recipe(args.out, **options)
     except (ValueError, FileNotFoundError) as exc:
-        print(f"minibert pretrain: error: {exc}", file=sys.stderr)
+        print(f"minibert {command}: error: {exc}", file=sys.stderr)
         return 2
     except TrainingError as exc:
-        print(f"minibert pretrain: error: {exc}", file=sys.stderr)
+        print(f"minibert {command}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _pretrain(args: argparse.Namespace) -> int:
+    from minibert.recipes import pretrain
+
+    result = _call_recipe("pretrain", pretrain, args)
+    if isinstance(result, int):
+        return result
     if result.paused:
         print(
             f"paused at step {len(result.history)} of {args.steps}; the run's state is in "
@@ -66,19 +74,10 @@ def _pretrain(args: argparse.Namespace) -> int:
 
 def _finetune(args: argparse.Namespace) -> int:
     from minibert.recipes import finetune
-    from minibert.training import TrainingError
 
-    options = {k: v for k, v in vars(args).items() if k not in ("command", "run", "out")}
-    try:
-        result = finetune(args.out, **options)
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"minibert finetune: error: {exc}", file=sys.stderr)
-        return 2
-    except TrainingError as exc:
-        print(f"minibert finetune: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    result = _call_recipe("finetune", finetune, args)
+    if isinstance(result, int):
+        return result
     for h in result.history:
         if "eval_accuracy" in h:
             print(f"step {h['step']:>6,}: dev accuracy {h['eval_accuracy']:.4f}")
