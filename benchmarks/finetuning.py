@@ -145,7 +145,8 @@ def main() -> None:
                     for n in args.sizes
                 }
                 curve[name][str(len(train))] = full[name]
-            results["fine_tuned"], results["labelled_examples_curve"] = full, curve
+                results["fine_tuned"], results["labelled_examples_curve"] = full, curve
+                out_file.write_text(json.dumps(results, indent=1) + "\n")  # after each model
         plot(results, RESULTS / "finetuning.png")
     results["seconds"] = round(time.perf_counter() - started)
     out_file.write_text(json.dumps(results, indent=1) + "\n")
