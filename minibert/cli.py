@@ -7,6 +7,7 @@ minibert pretrain --preset tiny --steps 300 --out runs/tiny
 minibert fill-mask runs/tiny "the [MASK] of france is paris ."
 minibert finetune --model minilm --task rotten-tomatoes --out runs/rt
 minibert classify runs/rt "a gem of a film" "a tedious mess"
+minibert assignment new attention hw1   # a graded assignment; then: minibert assignment grade hw1
 """
 
 from __future__ import annotations
@@ -173,6 +174,16 @@ def build_parser() -> argparse.ArgumentParser:
     course.add_argument("--port", type=int, default=None, help="port for JupyterLab")
     course.add_argument("--no-browser", action="store_true", help="do not open a browser")
     course.set_defaults(run=_course)
+
+    hw = sub.add_parser(
+        "assignment",
+        help="graded assignments: list them, hand one out (new), grade submissions",
+        description="Graded assignments that reuse minibert: list, new NAME DIR, grade DIR...",
+    )
+    from minibert import assignments
+
+    assignments.add_arguments(hw)
+    hw.set_defaults(run=assignments.run)
 
     pre = sub.add_parser(
         "pretrain",

@@ -223,6 +223,49 @@ def _attention_problem(got: Any, expected: Any, what: str, atol: float = 1e-5) -
     return None
 
 
+def _attention_mistake(weights: Any, q: Any, k: Any, mask: Any) -> str:
+    """A hint naming the classic mistake that gives these weights (batch, heads, q_len, k_len)."""
+    import math
+
+    import torch
+
+    scores = q @ k.transpose(-2, -1)  # (batch, heads, q_len, k_len), unscaled
+    keep = torch.ones_like(scores, dtype=torch.bool) if mask is None else mask.expand_as(scores)
+    low = torch.finfo(scores.dtype).min
+
+    def masked(s: Any) -> Any:
+        return s.masked_fill(~keep, low)
+
+    d_k = q.shape[-1]
+    candidates = {
+        "the scores were not divided by sqrt(d_k): divide q @ k^T by sqrt(d_k) before the "
+        "softmax": masked(scores).softmax(-1),
+        "the scores were divided by d_k, not sqrt(d_k)": masked(scores / d_k).softmax(-1),
+        "the softmax ran over the queries (dim=-2); each query's row of weights must sum to 1: "
+        "softmax over the keys, the last dim": masked(scores / math.sqrt(d_k)).softmax(-2),
+        "the mask was applied after the softmax: masked keys got weight 0 but the row no longer "
+        "sums to 1; fill masked scores with a very negative number before the softmax": (
+            (scores / math.sqrt(d_k)).softmax(-1) * keep
+        ),
+        "the mask was ignored: keys where the mask is False should get weight 0 (fill their "
+        "scores with a very negative number before the softmax)": (
+            (scores / math.sqrt(d_k)).softmax(-1)
+        ),
+    }
+    finite = torch.nan_to_num(weights, nan=-1.0)
+    for what, candidate in candidates.items():
+        if torch.allclose(finite, candidate, atol=1e-5):
+            return f" It looks like {what}."
+    if torch.isnan(weights).any():
+        return (
+            " A row whose keys are all masked must not give NaN: fill masked scores with "
+            "torch.finfo(scores.dtype).min, not -inf."
+        )
+    if not torch.allclose(weights.sum(-1), torch.ones(()), atol=1e-4):
+        return " Each row (one query) should sum to 1: softmax over the last dim."
+    return ""
+
+
 def check_attention(fn: Callable[..., Any], cases: int = 20) -> bool:
     """Check ``fn(q, k, v, mask=None) -> (output, weights)`` against scaled dot-product attention.
 
@@ -258,21 +301,7 @@ def check_attention(fn: Callable[..., Any], cases: int = 20) -> bool:
         problem = _attention_problem(weights, expected_w, "weights")
         if problem is not None:
             if isinstance(weights, torch.Tensor) and weights.shape == expected_w.shape:
-                unscaled = (q @ k.transpose(-2, -1)).softmax(-1)
-                if torch.isnan(weights).any():
-                    problem += (
-                        " A row whose keys are all masked must not give NaN: fill masked scores "
-                        "with torch.finfo(scores.dtype).min, not -inf."
-                    )
-                elif mask is None and torch.allclose(weights, unscaled, atol=1e-5):
-                    problem += " Divide the scores by sqrt(d_k) before the softmax."
-                elif not torch.allclose(weights.sum(-1), torch.ones(()), atol=1e-4):
-                    problem += " Each row (one query) should sum to 1: softmax over the last dim."
-                elif mask is not None:
-                    problem += (
-                        " Keys where the mask is False should get weight 0: fill their scores "
-                        "with a very negative number before the softmax."
-                    )
+                problem += _attention_mistake(weights, q, k, mask)
             return report(
                 name, f"{problem} (case {case}: q {tuple(q.shape)}, k {tuple(k.shape)})", case
             )
@@ -313,7 +342,13 @@ def check_padding_mask(fn: Callable[..., Any], cases: int = 20) -> bool:
             )
         problem = _attention_problem(got, expected, "the mask", atol=0.0)
         if problem is not None:
-            if isinstance(got, torch.Tensor) and got.numel() == expected.numel():
+            reversed_mask = padding_mask(1 - attention_mask, dtype=torch.float32)
+            if isinstance(got, torch.Tensor) and torch.equal(got, reversed_mask):
+                problem += (
+                    " The mask is reversed: real tokens (1) get the most negative float and "
+                    "padding (0) gets 0.0; it must be the other way round."
+                )
+            elif isinstance(got, torch.Tensor) and got.numel() == expected.numel():
                 problem += (
                     " Real tokens (1) get 0.0 and padding (0) gets the most negative float; the "
                     "shape (batch, 1, 1, seq) broadcasts over heads and queries."
@@ -694,7 +729,8 @@ def check_masking(fn: Callable[..., Any], sequences: int = 1500) -> bool:
     """Check ``fn(input_ids, special_tokens_mask, mask_token_id, random_token_ids, rng)``.
 
     It returns (masked_ids, labels) like ``minibert.pretraining.mask_tokens``: 15% of the
-    non-special positions chosen (round, at least 1), 80% [MASK] / 10% random / 10% kept, labels
+    non-special positions chosen (round, at least 1; Hugging Face's variant, each position with
+    probability 0.15, passes too and is named), 80% [MASK] / 10% random / 10% kept, labels
     the original id where chosen and -100 elsewhere. The checker tests the constraints on every
     sequence and the proportions over all of them, with 5-sigma binomial bounds.
     """
@@ -705,7 +741,8 @@ def check_masking(fn: Callable[..., Any], sequences: int = 1500) -> bool:
     name = "BERT masking"
     mask_id, random_ids = 4, list(range(5, 1000))
     g = np.random.default_rng(0)
-    chosen = masked = kept = randomised = 0
+    chosen = masked = kept = randomised = candidates = 0
+    exact = True  # every sequence got exactly max(1, round(15%)) chosen positions
     for case in range(sequences):
         n = int(g.integers(4, 120))
         ids = [2, *(int(t) for t in g.integers(5, 1000, n)), 3]
@@ -721,24 +758,41 @@ def check_masking(fn: Callable[..., Any], sequences: int = 1500) -> bool:
         if len(out) != len(ids) or len(labels) != len(ids):
             return report(name, f"both lists need {len(ids)} entries, like input_ids.", case)
         at = [i for i, lab in enumerate(labels) if lab != IGNORE_INDEX]
+        if len(at) == len(ids) or labels == ids:
+            return report(
+                name,
+                "every position has a label (labels = input_ids); only the chosen positions get "
+                f"their original id, every other position gets {IGNORE_INDEX} so the loss skips it.",
+                case,
+            )
         if 0 in at or len(ids) - 1 in at:
             return report(name, "[CLS] and [SEP] were chosen; never choose special tokens.", case)
         want = max(1, round(0.15 * n))
         if len(at) != want:
+            exact = False
+        if len(at) > 0.6 * n + 3:  # far beyond what a 15% draw gives
             return report(
-                name,
-                f"{len(at)} positions chosen out of {n}; choose "
-                f"max(1, round(0.15 * {n})) = {want}.",
-                case,
+                name, f"{len(at)} positions chosen out of {n}; BERT chooses 15% of them.", case
             )
         if any(labels[i] != ids[i] for i in at):
             return report(name, "a label must be the ORIGINAL id at its position.", case)
         if any(out[i] != ids[i] for i in range(len(ids)) if i not in at):
             return report(name, "a position that was not chosen changed; leave it as it is.", case)
         chosen += len(at)
+        candidates += n
         masked += sum(out[i] == mask_id for i in at)
         kept += sum(out[i] == ids[i] for i in at)
         randomised += sum(out[i] not in (mask_id, ids[i]) for i in at)
+    if not exact:  # Hugging Face's variant: each token chosen with probability 0.15
+        bound = 5 * math.sqrt(0.15 * 0.85 / candidates)
+        if abs(chosen / candidates - 0.15) > bound:
+            return report(
+                name,
+                f"{chosen / candidates:.1%} of the tokens were chosen; BERT chooses 15%: "
+                "exactly max(1, round(0.15 * n)) per sequence (Google, minibert), or each token "
+                f"with probability 0.15 (Hugging Face); allowed +-{bound:.1%}.",
+                sequences,
+            )
     for what, count, p in (
         ("[MASK]", masked, 0.8),
         ("random", randomised, 0.1),
@@ -752,6 +806,14 @@ def check_masking(fn: Callable[..., Any], sequences: int = 1500) -> bool:
                 f"{p:.0%} (allowed: +-{bound:.1%} over {chosen} tokens).",
                 sequences,
             )
+    if not exact:
+        print(
+            f"PASS {name}: right on {sequences} sequences. {chosen / candidates:.1%} of the tokens "
+            "were chosen, but not exactly max(1, round(0.15 * n)) per sequence as in minibert: a "
+            "legitimate variant (Hugging Face chooses each token with probability 0.15; Google "
+            "counts [CLS] and [SEP] in n)."
+        )
+        return True
     return report(name, None, sequences)
 
 
@@ -796,6 +858,63 @@ def check_mlm_loss(fn: Callable[..., Any], cases: int = 20) -> bool:
             return report(
                 name, "adding padding (label -100) changed the loss; padding must not count.", case
             )
+    return report(name, None, cases)
+
+
+def check_mask_accuracy(fn: Callable[..., Any], cases: int = 20) -> bool:
+    """Check ``fn(logits, labels, input_ids, mask_token_id) -> float``: top-1 accuracy at [MASK].
+
+    logits (batch, seq, vocab), labels and input_ids (batch, seq). Only positions with a label
+    (not -100) whose input is the [MASK] id count: the chosen positions kept as they are, which
+    a model can copy, do not.
+    """
+    import torch
+
+    name = "accuracy at the [MASK] positions"
+    g = torch.Generator().manual_seed(4)
+    mask_id, vocab = 4, 12
+    for case in range(cases):
+        batch, seq = 3, int(torch.randint(6, 14, (1,), generator=g))
+        labels = torch.randint(5, vocab, (batch, seq), generator=g)
+        chosen = torch.rand(batch, seq, generator=g) < 0.4
+        chosen[0, 1] = True
+        labels[~chosen] = IGNORE_INDEX
+        input_ids = torch.randint(5, vocab, (batch, seq), generator=g)
+        as_mask = chosen & (torch.rand(batch, seq, generator=g) < 0.7)
+        as_mask[0, 1] = True
+        input_ids[as_mask] = mask_id
+        kept = chosen & ~as_mask
+        input_ids[kept] = labels[kept]  # kept as they are: a copying model gets them right
+        logits = torch.randn(batch, seq, vocab, generator=g)
+        copy = torch.zeros_like(logits).scatter_(-1, input_ids.clamp(min=0).unsqueeze(-1), 5.0)
+        logits = logits + copy  # (batch, seq, vocab): the model copies its input where it can
+        got, hint = call_safely(fn, logits, labels, input_ids, mask_id)
+        if hint is not None:
+            return report(name, hint, case)
+        try:
+            got = float(got)
+        except (TypeError, ValueError):
+            return report(name, f"return a number, got {type(got).__name__}.", case)
+        right = logits.argmax(-1) == labels  # (batch, seq)
+
+        def share(where: torch.Tensor, right: torch.Tensor = right) -> float:
+            return float(right[where].float().mean())
+
+        expected = share(chosen & (input_ids == mask_id))
+        if abs(got - expected) < 1e-6:
+            continue
+        wrong = {
+            "every chosen position was counted, the kept ones too: a model scores there by "
+            "copying its input; count only positions whose input is the [MASK] id": share(chosen),
+            "every position was counted, unlabelled ones too; count only labelled [MASK] "
+            "positions": share(torch.ones_like(chosen)),
+        }
+        hint = f"got {got:.4f}, expected {expected:.4f}."
+        for what, value in wrong.items():
+            if abs(got - value) < 1e-6:
+                hint += f" It looks like {what}."
+                break
+        return report(name, hint, case)
     return report(name, None, cases)
 
 

@@ -45,6 +45,18 @@ def attention_softmax_over_queries(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def attention_mask_after_softmax(q, k, v, mask=None):
+    weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    return weights @ v, weights
+
+
+def attention_by_d_k(q, k, v, mask=None):
+    weights = (q @ k.transpose(-2, -1) / q.shape[-1]).softmax(-1)
+    return weights @ v, weights
+
+
 def attention_weights_only(q, k, v, mask=None):
     return attention_right(q, k, v, mask)[1]
 
@@ -59,8 +71,10 @@ def attention_not_written(q, k, v, mask=None):
         (attention_right, True, "PASS"),
         (attention_unscaled, False, "sqrt(d_k)"),
         (attention_minus_inf, False, "not -inf"),
-        (attention_ignores_mask, False, "mask is False should get weight 0"),
-        (attention_softmax_over_queries, False, "sum to 1"),
+        (attention_ignores_mask, False, "the mask was ignored"),
+        (attention_softmax_over_queries, False, "over the queries (dim=-2)"),
+        (attention_mask_after_softmax, False, "applied after the softmax"),
+        (attention_by_d_k, False, "divided by d_k, not sqrt(d_k)"),
         (attention_weights_only, False, "pair (output, weights)"),
         (attention_not_written, False, "NotImplementedError"),
     ],
@@ -443,12 +457,29 @@ def _labels_everywhere(ids, special, mask_id, random_ids, rng):
     return masked, list(ids)
 
 
+def _hugging_face_style(ids, special, mask_id, random_ids, rng):
+    labels, out = [-100] * len(ids), list(ids)
+    for i, t in enumerate(ids):
+        if special[i] or rng.random() >= 0.15:
+            continue
+        labels[i], r = t, rng.random()
+        out[i] = mask_id if r < 0.8 else int(rng.choice(random_ids)) if r < 0.9 else t
+    return out, labels
+
+
+def _choose_half(ids, special, mask_id, random_ids, rng):
+    labels = [t if not s and i % 2 else -100 for i, (t, s) in enumerate(zip(ids, special))]
+    return [mask_id if lab != -100 else t for t, lab in zip(ids, labels)], labels
+
+
 @pytest.mark.parametrize(
     "fn, passes, hint",
     [
         ("reference", True, "PASS"),
         (_never_random, False, "[MASK]; BERT uses 80%"),
-        (_labels_everywhere, False, "[CLS] and [SEP] were chosen"),
+        (_labels_everywhere, False, "every position has a label"),
+        (_hugging_face_style, True, "legitimate variant"),
+        (_choose_half, False, "BERT chooses 15%"),
         (lambda *args: None, False, "return a pair"),
     ],
 )
@@ -663,4 +694,26 @@ def test_check_sop_pairs(fn, passes, hint, capsys):
 )
 def test_check_nsp_loss(fn, passes, hint, capsys):
     assert exercises.check_nsp_loss(fn) is passes
+    assert hint in capsys.readouterr().out
+
+
+def _mask_accuracy_right(logits, labels, input_ids, mask_id):
+    at = (labels != -100) & (input_ids == mask_id)
+    return float((logits.argmax(-1) == labels)[at].float().mean())
+
+
+def _mask_accuracy_everywhere(logits, labels, input_ids, mask_id):
+    return float((logits.argmax(-1) == labels).float().mean())
+
+
+@pytest.mark.parametrize(
+    "fn, passes, hint",
+    [
+        (_mask_accuracy_right, True, "PASS"),
+        (_mask_accuracy_everywhere, False, "every position was counted"),
+        (lambda lg, y, ids, m: "high", False, "return a number"),
+    ],
+)
+def test_check_mask_accuracy(fn, passes, hint, capsys):
+    assert exercises.check_mask_accuracy(fn) is passes
     assert hint in capsys.readouterr().out

@@ -1,0 +1,314 @@
+"""Tests for minibert.assignments: the reference solutions get full marks, the skeletons zero, and
+each seeded classic bug loses the right part with a hint that names the mistake."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+
+import pytest
+
+from minibert import assignments, cli
+
+SOLUTIONS = Path(__file__).parent / "assignments"
+
+
+def submission(tmp_path: Path, name: str, replace: tuple[str, str] | None = None) -> Path:
+    """A folder made by `new`, with the reference solution in it (one edit applied, if given)."""
+    folder = assignments.new(name, tmp_path / name)
+    file = assignments.get(name).file
+    text = (SOLUTIONS / name / file).read_text(encoding="utf-8")
+    if replace is not None:
+        old, new = replace
+        assert old in text, f"the seeded bug's anchor is not in the solution: {old!r}"
+        text = text.replace(old, new)
+    (folder / file).write_text(text, encoding="utf-8")
+    return folder
+
+
+def part(result: assignments.Grade, title: str) -> assignments.PartResult:
+    return next(p for p in result.parts if p.title == title)
+
+
+@pytest.mark.parametrize("name", list(assignments.ASSIGNMENTS))
+def test_reference_solution_gets_full_marks(name, tmp_path):
+    result = assignments.grade(submission(tmp_path, name))
+    assert result.passed, [p.message for p in result.parts if p.points < p.max_points]
+    assert result.points == result.max_points == 10
+
+
+@pytest.mark.parametrize("name", list(assignments.ASSIGNMENTS))
+def test_untouched_skeleton_gets_zero_and_says_why(name, tmp_path, capsys):
+    folder = assignments.new(name, tmp_path / name)
+    result = assignments.grade(folder)
+    assert result.points == 0 and not result.passed
+    assert all("NotImplementedError" in p.message for p in result.parts)
+    assignments.report(result)
+    out = capsys.readouterr().out
+    assert "nothing is written yet" in out and "total: 0/10" in out
+
+
+BUGS = {
+    "attention": [
+        (
+            "softmax over the wrong axis",
+            ("scores.softmax(dim=-1)", "scores.softmax(dim=-2)"),
+            "scaled dot-product attention",
+            "over the queries (dim=-2)",
+        ),
+        (
+            "mask applied after the softmax",
+            (
+                "        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)\n"
+                "    weights = scores.softmax(dim=-1)\n",
+                "        pass\n    weights = scores.softmax(dim=-1)\n"
+                "    if mask is not None:\n        weights = weights.masked_fill(~mask, 0.0)\n",
+            ),
+            "scaled dot-product attention",
+            "applied after the softmax",
+        ),
+        (
+            "missing 1/sqrt(d)",
+            (" / math.sqrt(q.shape[-1])", ""),
+            "scaled dot-product attention",
+            "not divided by sqrt(d_k)",
+        ),
+        (
+            "-inf for masked scores",
+            ("masked_fill(~mask, torch.finfo(scores.dtype).min)", "masked_fill(~mask, -math.inf)"),
+            "scaled dot-product attention",
+            "not -inf",
+        ),
+        (
+            "padding mask reversed",
+            ("masked_fill(~keep,", "masked_fill(keep,"),
+            "padding mask",
+            "reversed",
+        ),
+        (
+            "heads split without the transpose",
+            (
+                "x.view(batch, seq, num_heads, hidden // num_heads).transpose(1, 2)",
+                "x.reshape(batch, num_heads, seq, hidden // num_heads)",
+            ),
+            "split and merge heads",
+            "transpose",
+        ),
+        (
+            "no output projection",
+            ("return self.output(merge_heads(y)), weights", "return merge_heads(y), weights"),
+            "multi-head self-attention",
+            "output projection",
+        ),
+        (
+            "padding ignored in the module",
+            (
+                "scaled_dot_product_attention(q, k, v, mask)",
+                "scaled_dot_product_attention(q, k, v)",
+            ),
+            "multi-head self-attention",
+            "padding mask was ignored",
+        ),
+    ],
+    "encoder": [
+        (
+            "pre-LN instead of post-LN",
+            (
+                "        x = self.attention_norm(x + self.attention(x, mask))\n"
+                "        return self.ffn_norm(x + self.ffn_out(F.gelu(self.ffn_in(x))))",
+                "        x = x + self.attention(self.attention_norm(x), mask)\n"
+                "        return x + self.ffn_out(F.gelu(self.ffn_in(self.ffn_norm(x))))",
+            ),
+            "encoder layer",
+            "pre-LN",
+        ),
+        (
+            "ReLU for GELU",
+            ("F.gelu(self.ffn_in(x))", "F.relu(self.ffn_in(x))"),
+            "encoder layer",
+            "ReLU",
+        ),
+        (
+            "tanh-approximate GELU",
+            ("F.gelu(self.ffn_in(x))", 'F.gelu(self.ffn_in(x), approximate="tanh")'),
+            "encoder layer",
+            "tanh approximation",
+        ),
+        (
+            "embeddings without LayerNorm",
+            (
+                "return self.layer_norm(x + self.position_embeddings(positions))",
+                "return x + self.position_embeddings(positions)",
+            ),
+            "embeddings",
+            "apply embeddings.layer_norm",
+        ),
+        (
+            "no position embeddings",
+            (
+                "return self.layer_norm(x + self.position_embeddings(positions))",
+                "return self.layer_norm(x)",
+            ),
+            "embeddings",
+            "missing the position embeddings",
+        ),
+        (
+            "missing 1/sqrt(d) in the heads",
+            (" / math.sqrt(self.head_dim)", ""),
+            "self-attention",
+            "not divided by sqrt(head_dim)",
+        ),
+        (
+            "attention mask not passed on",
+            ("x = self.encoder(x, mask)", "x = self.encoder(x)"),
+            "BertModel with MiniLM's weights",
+            "mask is not reaching the layers",
+        ),
+        (
+            "pooler without tanh",
+            ("return torch.tanh(self.dense(hidden[:, 0]))", "return self.dense(hidden[:, 0])"),
+            "BertModel with MiniLM's weights",
+            "tanh(dense(",
+        ),
+    ],
+    "masking": [
+        (
+            "labels at every position",
+            (
+                "masked, labels = list(input_ids), [IGNORE_INDEX] * len(input_ids)",
+                "masked, labels = list(input_ids), list(input_ids)",
+            ),
+            "masking procedure",
+            "every position has a label",
+        ),
+        (
+            "80/10/10 wrong: every chosen token becomes [MASK]",
+            ("if r < 0.8:", "if r < 1.0:"),
+            "masking procedure",
+            "BERT uses 80%",
+        ),
+        (
+            "special tokens chosen",
+            (
+                "candidates = [i for i, special in enumerate(special_tokens_mask) if not special]",
+                "candidates = list(range(len(input_ids)))",
+            ),
+            "masking procedure",
+            "[CLS] and [SEP] were chosen",
+        ),
+        (
+            "positions drawn with replacement",
+            ("replace=False", "replace=True"),
+            "masking procedure",
+            "BERT chooses 15%",
+        ),
+        (
+            "loss averaged over padding",
+            (
+                "labels.flatten(), ignore_index=IGNORE_INDEX)",
+                "labels.flatten().clamp(min=0))",
+            ),
+            "MLM loss",
+            "counted every position",
+        ),
+        (
+            "accuracy at every chosen position",
+            (
+                "at = (labels != IGNORE_INDEX) & (input_ids == mask_token_id)",
+                "at = labels != IGNORE_INDEX",
+            ),
+            "accuracy at the [MASK] positions",
+            "kept ones too",
+        ),
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "name, bug, edit, title, hint",
+    [(name, *case) for name, cases in BUGS.items() for case in cases],
+    ids=[f"{name}: {case[0]}" for name, cases in BUGS.items() for case in cases],
+)
+def test_seeded_bug_loses_the_right_part_with_a_hint(name, bug, edit, title, hint, tmp_path):
+    result = assignments.grade(submission(tmp_path, name, edit))
+    lost = part(result, title)
+    assert lost.points == 0, f"{bug}: part {title!r} still passed"
+    assert hint in lost.message, f"{bug}: {lost.message}"
+    assert result.points < result.max_points and not result.passed
+
+
+def test_every_assignment_has_at_least_five_seeded_bugs():
+    assert set(BUGS) == set(assignments.ASSIGNMENTS)
+    assert all(len(cases) >= 5 for cases in BUGS.values())
+
+
+def test_command_list_new_and_grade(tmp_path, capsys):
+    assert cli.main(["assignment", "list"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in assignments.ASSIGNMENTS)
+    folder = tmp_path / "hw"
+    assert cli.main(["assignment", "new", "masking", str(folder)]) == 0
+    assert (folder / "masking.py").is_file() and (folder / "README.md").is_file()
+    assert cli.main(["assignment", "new", "masking", str(folder)]) == 2  # never overwrites
+    assert "already exist" in capsys.readouterr().err
+    assert cli.main(["assignment", "grade", str(folder)]) == 1
+    assert "total: 0/10" in capsys.readouterr().out
+    shutil.copyfile(SOLUTIONS / "masking" / "masking.py", folder / "masking.py")
+    assert cli.main(["assignment", "grade", str(folder)]) == 0
+    assert "total: 10/10" in capsys.readouterr().out
+    assert cli.main(["assignment", "new", "nope", str(tmp_path / "x")]) == 2
+    assert "the assignments are" in capsys.readouterr().err
+
+
+def test_grade_a_class_into_a_csv(tmp_path, capsys):
+    good = submission(tmp_path / "alice", "masking")
+    buggy = submission(tmp_path / "bob", "masking", ("if r < 0.8:", "if r < 1.0:"))
+    empty = assignments.new("masking", tmp_path / "carol" / "masking")
+    table = tmp_path / "grades.csv"
+    code = cli.main(["assignment", "grade", str(good), str(buggy), str(empty), "--csv", str(table)])
+    assert code == 1  # not every submission passes
+    rows = list(csv.DictReader(table.open(encoding="utf-8")))
+    assert [r["total"] for r in rows] == ["10", "6", "0"]
+    assert rows[1]["masking procedure"] == "0" and rows[1]["MLM loss"] == "3"
+    assert all(r["max"] == "10" for r in rows)
+
+
+def test_broken_and_missing_files_score_zero_with_the_reason(tmp_path):
+    folder = assignments.new("attention", tmp_path / "hw")
+    (folder / "attention.py").write_text("def scaled_dot_product_attention(:\n", encoding="utf-8")
+    result = assignments.grade(folder)
+    assert result.points == 0 and "SyntaxError (line 1)" in result.error
+    (folder / "attention.py").unlink()
+    result = assignments.grade(folder)
+    assert result.points == 0 and "is missing" in result.error
+    with pytest.raises(ValueError, match="cannot tell which assignment"):
+        assignments.grade(tmp_path)  # no marker, no file
+    with pytest.raises(FileNotFoundError):
+        assignments.grade(tmp_path / "nowhere")
+
+
+def test_assignment_found_without_the_marker_and_endless_loops_stopped(tmp_path):
+    folder = tmp_path / "hw"
+    folder.mkdir()
+    text = (SOLUTIONS / "masking" / "masking.py").read_text(encoding="utf-8")
+    text = text.replace(
+        "    return F.cross_entropy(", "    while True:\n        pass\n    return F.cross_entropy("
+    )
+    (folder / "masking.py").write_text(text, encoding="utf-8")  # no marker file
+    result = assignments.grade(folder, seconds=1)
+    assert result.assignment == "masking"
+    assert part(result, "MLM loss").points == 0
+    assert "stopped after 1 s" in part(result, "MLM loss").message
+    assert part(result, "masking procedure").points == 4
+
+
+def test_skeletons_are_package_data_with_a_readme(tmp_path):
+    for name, a in assignments.ASSIGNMENTS.items():
+        files = sorted(p.name for p in (assignments.FILES / name).iterdir())
+        assert files == sorted(["README.md", a.file])
+        readme = (assignments.FILES / name / "README.md").read_text(encoding="utf-8")
+        for heading in ("## Learning goals", "## The parts (10 points)", "## Rules"):
+            assert heading in readme
+        for p in a.parts:  # the README lists every part with its points
+            assert f"({p.points} point" in readme
