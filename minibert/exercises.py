@@ -592,6 +592,8 @@ def check_encoder_layer(fn: Callable[..., Any], cases: int = 10) -> bool:
 
 def check_parameter_count(fn: Callable[..., Any], cases: int = 10) -> bool:
     """Check ``fn(config) -> int``: the number of parameters of ``BertModel(config)``, by formula."""
+    import itertools
+
     import numpy as np
     import torch
 
@@ -620,9 +622,11 @@ def check_parameter_count(fn: Callable[..., Any], cases: int = 10) -> bool:
                 "the segment (token type) embeddings": config.type_vocab_size * h,
             }
             problem = f"expected {expected:,} for {_describe(config)}, got {got:,}."
-            for what, size in missing.items():
-                if expected - got == size:
-                    problem += f" The difference is exactly {what}."
+            for k in (1, 2):  # one part left out, or two (the pooler and the LayerNorms, say)
+                for parts in itertools.combinations(missing, k):
+                    if expected - got == sum(missing[p] for p in parts):
+                        problem += f" The difference is exactly {' plus '.join(parts)}."
+                        return report(name, problem, case)
             return report(name, problem, case)
     return report(name, None, len(configs))
 

@@ -107,7 +107,7 @@ def padding_mask_2d(attention_mask):
     [
         (padding_mask_right, True, "PASS"),
         (padding_mask_minus_inf, False, "not -inf"),
-        (padding_mask_reversed, False, "Real tokens (1) get 0.0"),
+        (padding_mask_reversed, False, "The mask is reversed"),
         (padding_mask_2d, False, "expected shape (2, 1, 1,"),
         (lambda m: padding_mask_right(m).double(), False, "float32"),
     ],
@@ -243,6 +243,11 @@ def count_right(c):
     [
         (count_right, True, "PASS parameter count"),
         (lambda c: count_right(c) - c.hidden_size**2 - c.hidden_size, False, "the pooler"),
+        (
+            lambda c: count_right(c) - c.hidden_size**2 - c.hidden_size * (4 * c.num_layers + 3),
+            False,
+            "the LayerNorms' weights and biases plus the pooler",
+        ),
         (
             lambda c: count_right(c) - c.max_position_embeddings * c.hidden_size,
             False,

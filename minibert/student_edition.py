@@ -1,0 +1,176 @@
+"""The student edition of the course: the notebooks with every exercise's solution taken out.
+
+minibert course student-edition OUT     # or: make student-edition
+
+Solutions sit between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` (nbgrader's markers).
+nbgrader's own ``generate_assignment`` does the work: each cell holding a solution is marked as
+an nbgrader solution cell, nbgrader replaces every solution region with a stub that raises
+NotImplementedError, and this module then clears the outputs of those cells (and of a checker
+cell right after one), so no solution shows in an output either. Every other cell keeps its
+source and its real outputs, byte for byte: the prose, the figures and the data cells are the
+lesson. nbgrader's output clearing is left out on purpose (it would clear every figure).
+The result keeps nbgrader's metadata, so a teacher can also run it through nbgrader.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+STUB = 'raise NotImplementedError("your code here")'
+ASSIGNMENT = "course"  # nbgrader's assignment name inside the temporary course folder
+
+# nbgrader's generate_assignment steps, without ClearOutput (it clears every output of every cell)
+PREPROCESSORS = [
+    "nbgrader.preprocessors.IncludeHeaderFooter",
+    "nbgrader.preprocessors.LockCells",
+    "nbgrader.preprocessors.ClearSolutions",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbgrader.preprocessors.ClearMarkScheme",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.SaveCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+
+
+def _source(cell: dict) -> str:
+    """A cell's source as one string (notebooks store it as a list of lines or a string)."""
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def solution_cells(notebook: dict) -> list[int]:
+    """Indices of the code cells that hold a solution region."""
+    return [
+        i
+        for i, cell in enumerate(notebook["cells"])
+        if cell["cell_type"] == "code" and BEGIN in _source(cell)
+    ]
+
+
+def check_markers(notebook: dict, name: str) -> None:
+    """Raise ValueError unless every marker is alone on its line, in a code cell, paired in order."""
+    for i, cell in enumerate(notebook["cells"]):
+        lines = _source(cell).splitlines()
+        marked = [
+            line.strip() for line in lines if "BEGIN SOLUTION" in line or "END SOLUTION" in line
+        ]
+        if not marked:
+            continue
+        where = f"{name}, cell {i}"
+        if cell["cell_type"] != "code":
+            raise ValueError(f"{where}: a {cell['cell_type']} cell mentions a solution marker")
+        if any(m not in (BEGIN, END) for m in marked):
+            raise ValueError(f"{where}: a solution marker must be alone on its line: {marked}")
+        if marked != [BEGIN, END] * (len(marked) // 2) or len(marked) % 2:
+            raise ValueError(f"{where}: BEGIN and END SOLUTION markers are not paired: {marked}")
+
+
+def _mark(notebook: dict, stem: str) -> dict:
+    """A copy with nbgrader solution metadata on every solution cell."""
+    notebook = json.loads(json.dumps(notebook))
+    for n, i in enumerate(solution_cells(notebook), start=1):
+        notebook["cells"][i]["metadata"]["nbgrader"] = {
+            "grade": False,
+            "grade_id": f"{stem}-exercise-{n}",
+            "locked": False,
+            "schema_version": 3,
+            "solution": True,
+        }
+    return notebook
+
+
+def _clear(notebook: dict, cells: list[int]) -> None:
+    """Clear the outputs of the solution cells and of a checker cell right after one."""
+    for i in cells:
+        targets = [i]
+        following = notebook["cells"][i + 1] if i + 1 < len(notebook["cells"]) else None
+        if (
+            following is not None
+            and i + 1 not in cells
+            and following["cell_type"] == "code"
+            and "exercises.check_" in _source(following)
+        ):
+            targets.append(i + 1)
+        for j in targets:
+            notebook["cells"][j]["outputs"] = []
+            notebook["cells"][j]["execution_count"] = None
+
+
+def _nbgrader(root: Path) -> None:
+    """Run nbgrader's generate_assignment in the course folder root."""
+    try:
+        import nbgrader  # noqa: F401
+    except ImportError as exc:
+        raise RuntimeError(
+            "the student edition is made by nbgrader, which is not installed: "
+            "pip install 'minibert[teach]' (or: pip install nbgrader)"
+        ) from exc
+    config = {
+        "CourseDirectory": {"root": str(root)},
+        "GenerateAssignment": {"preprocessors": PREPROCESSORS},
+        "ClearSolutions": {"code_stub": {"python": f"# your code here\n{STUB}"}},
+        "Exchange": {"root": str(root / "exchange")},
+    }
+    (root / "nbgrader_config.json").write_text(json.dumps(config), encoding="utf-8")
+    env = dict(os.environ)  # nbgrader calls the `alembic` command of its own environment
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        errors = [line for line in done.stdout.splitlines() + done.stderr.splitlines() if line]
+        raise RuntimeError("nbgrader generate_assignment failed:\n" + "\n".join(errors[-20:]))
+
+
+def build(notebooks: str | Path, out: str | Path, overwrite: bool = False) -> list[Path]:
+    """Write the student edition of every notebook in notebooks/ to out/; return the written paths.
+
+    Notebooks without exercises are copied as they are.
+    """
+    notebooks, out = Path(notebooks), Path(out)
+    paths = sorted(notebooks.glob("*.ipynb"))
+    if not paths:
+        raise FileNotFoundError(f"no notebooks in {notebooks}; run from the course checkout")
+    if out.resolve() == notebooks.resolve():
+        raise ValueError("the student edition must go to another folder than the notebooks")
+    existing = [out / p.name for p in paths if (out / p.name).exists()]
+    if existing and not overwrite:
+        raise FileExistsError(
+            f"{out} already holds {existing[0].name}; choose another folder or --overwrite"
+        )
+    sources = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in paths}
+    for name, notebook in sources.items():
+        check_markers(notebook, name)
+    with tempfile.TemporaryDirectory(prefix="minibert-student-") as tmp:
+        root = Path(tmp)
+        source = root / "source" / ASSIGNMENT
+        source.mkdir(parents=True)
+        with_exercises = {n: nb for n, nb in sources.items() if solution_cells(nb)}
+        for name, notebook in with_exercises.items():
+            marked = _mark(notebook, Path(name).stem)
+            (source / name).write_text(json.dumps(marked, indent=1), encoding="utf-8")
+        if with_exercises:
+            _nbgrader(root)
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, notebook in sources.items():
+            if name in with_exercises:
+                path = root / "release" / ASSIGNMENT / name
+                student = json.loads(path.read_text(encoding="utf-8"))
+                _clear(student, solution_cells(notebook))
+            else:
+                student = notebook
+            target = out / name
+            target.write_text(json.dumps(student, indent=1, ensure_ascii=False) + "\n", "utf-8")
+            written.append(target)
+    return written

@@ -1,0 +1,148 @@
+"""Tests for the student edition: no solution survives, nothing else changes, and the solutions
+pasted back in give the course notebooks again and pass their checkers."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from minibert import cli, student_edition
+from minibert.student_edition import BEGIN, END, STUB
+
+NOTEBOOKS = Path(__file__).parent.parent / "notebooks"
+
+
+@pytest.fixture(scope="module")
+def edition(tmp_path_factory):
+    out = tmp_path_factory.mktemp("student")
+    assert cli.main(["course", "student-edition", str(out), "--notebooks", str(NOTEBOOKS)]) == 0
+    return out
+
+
+def regions(source: str) -> list[list[str]]:
+    """The solution regions of a cell: their lines, markers excluded."""
+    found, current = [], None
+    for line in source.splitlines():
+        if line.strip() == BEGIN:
+            current = []
+        elif line.strip() == END:
+            found.append(current)
+            current = None
+        elif current is not None:
+            current.append(line)
+    return found
+
+
+def paste_back(student: str, solutions: list[list[str]]) -> str:
+    """The student's cell with each stub replaced by the next solution region."""
+    lines, out, k = student.splitlines(), [], 0
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() == "# your code here" and i + 1 < len(lines) and STUB in lines[i + 1]:
+            out += solutions[k]
+            k, i = k + 1, i + 2
+            continue
+        out.append(lines[i])
+        i += 1
+    assert k == len(solutions), "a stub is missing"
+    return "\n".join(out)
+
+
+def without_regions(source: str) -> str:
+    """The cell's lines outside its solution regions."""
+    keep, inside = [], False
+    for line in source.splitlines():
+        if line.strip() in (BEGIN, END):
+            inside = line.strip() == BEGIN
+        elif not inside:
+            keep.append(line)
+    return "\n".join(keep)
+
+
+def without_markers(source: str) -> str:
+    return "\n".join(line for line in source.splitlines() if line.strip() not in (BEGIN, END))
+
+
+def course_notebooks():
+    return sorted(NOTEBOOKS.glob("*.ipynb"))
+
+
+def test_every_notebook_is_written_and_valid(edition):
+    names = [p.name for p in course_notebooks()]
+    assert sorted(p.name for p in edition.glob("*.ipynb")) == names
+    for name in names:
+        nbformat.validate(nbformat.read(edition / name, as_version=4))
+
+
+@pytest.mark.parametrize("path", course_notebooks(), ids=lambda p: p.stem)
+def test_no_solution_survives_and_nothing_else_changes(edition, path):
+    course = json.loads(path.read_text(encoding="utf-8"))
+    student = json.loads((edition / path.name).read_text(encoding="utf-8"))
+    assert len(student["cells"]) == len(course["cells"])
+    exercises = set(student_edition.solution_cells(course))
+    assert bool(exercises) == (path.stem != "00_start_here")
+    text = json.dumps(student)
+    for i, (c, s) in enumerate(zip(course["cells"], student["cells"])):
+        if i not in exercises:
+            assert s == c, f"cell {i} changed"  # byte-identical: source, outputs, metadata
+            continue
+        source = "".join(s["source"])
+        assert BEGIN not in source and END not in source
+        assert s["outputs"] == [] and s["execution_count"] is None
+        assert s["metadata"]["nbgrader"]["solution"] is True
+        original = "".join(c["source"])
+        outside = {line.strip() for line in without_regions(original).splitlines()}
+        student_lines = {line.strip() for line in source.splitlines()}
+        for region in regions(original):
+            for line in (line.strip() for line in region):
+                if len(line) >= 8 and not line.startswith("#") and line not in outside:
+                    assert line not in student_lines, f"cell {i}: solution line survives: {line}"
+            assert "\n".join(region) not in text
+        # the solutions pasted back give the course's cell again, markers aside
+        assert paste_back(source, regions("".join(c["source"]))) == without_markers(
+            "".join(c["source"])
+        )
+
+
+def test_solutions_pasted_back_pass_their_checkers(edition):
+    """Run lesson 2's student notebook with the reference solutions pasted back in."""
+    from nbclient import NotebookClient
+
+    course = nbformat.read(NOTEBOOKS / "02_attention_math.ipynb", as_version=4)
+    student = nbformat.read(edition / "02_attention_math.ipynb", as_version=4)
+    cells = student_edition.solution_cells(course)
+    for i in cells:
+        student.cells[i].source = paste_back(
+            student.cells[i].source, regions(course.cells[i].source)
+        )
+    NotebookClient(student, timeout=600, kernel_name="python3").execute(cwd=str(NOTEBOOKS))
+    for i in cells:
+        printed = "".join(o.get("text", "") for o in student.cells[i].outputs)
+        assert re.search(r"^PASS ", printed, re.M) and "NOT YET" not in printed, printed
+
+
+def test_student_edition_refuses_to_overwrite_or_to_write_over_the_course(edition, capsys):
+    assert cli.main(["course", "student-edition", str(edition), "--notebooks", str(NOTEBOOKS)]) == 1
+    assert "--overwrite" in capsys.readouterr().err
+    assert (
+        cli.main(["course", "student-edition", str(NOTEBOOKS), "--notebooks", str(NOTEBOOKS)]) == 1
+    )
+    assert "another folder" in capsys.readouterr().err
+    assert cli.main(["course", "student-edition", "--notebooks", str(NOTEBOOKS)]) == 2
+
+
+def test_markers_must_be_alone_and_paired():
+    def notebook(*sources, kind="code"):
+        return {"cells": [{"cell_type": kind, "source": s, "metadata": {}} for s in sources]}
+
+    student_edition.check_markers(notebook(f"x = 1\n{BEGIN}\ny = 2\n{END}\n"), "ok")
+    with pytest.raises(ValueError, match="not paired"):
+        student_edition.check_markers(notebook(f"{BEGIN}\ny = 2\n"), "nb")
+    with pytest.raises(ValueError, match="alone on its line"):
+        student_edition.check_markers(notebook(f"x = 1  {BEGIN}\n{END}\n"), "nb")
+    with pytest.raises(ValueError, match="markdown cell"):
+        student_edition.check_markers(notebook(f"between `{BEGIN}` and", kind="markdown"), "nb")
