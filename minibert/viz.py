@@ -218,18 +218,30 @@ def model_view(
     pad_token: str | None = "[PAD]",
     cmap: str = "Blues",
     vmax: float | None = None,
+    scale: str = "shared",
 ) -> Figure:
     """Every layer (rows) x head (columns) as a small heatmap, like bertviz's model view.
 
-    By default each thumbnail is scaled from 0 to its own largest weight, so its pattern shows;
-    ``vmax`` (for example 1.0) puts every thumbnail on one scale, with a colour bar, so that
-    figures of two models compare.
+    scale="shared" (default) draws every thumbnail on one colour scale, from 0 to ``vmax`` (by
+    default the largest weight in the figure), with a colour bar, so a near-uniform head looks
+    pale and two figures with the same vmax (for example 1.0) compare. scale="panel" stretches
+    each thumbnail from 0 to its own largest weight, so faint patterns show; the figure says so.
     """
     import matplotlib.pyplot as plt
 
+    if scale not in ("shared", "panel"):
+        raise ValueError(f"scale must be 'shared' or 'panel', got {scale!r}")
+    if scale == "panel" and vmax is not None:
+        raise ValueError("vmax sets the shared scale; leave it out with scale='panel'")
     layers = _as_layers(attentions)
     num_layers, num_heads = len(layers), layers[0].shape[1]
     kept = _kept_positions(tokens, layers, batch_index, attention_mask, pad_token)
+    panels = [
+        [_select(layers, layer, head, batch_index, kept) for head in range(num_heads)]
+        for layer in range(num_layers)
+    ]
+    if scale == "shared" and vmax is None:
+        vmax = max(max(float(w.max()) for w in row) for row in panels)
     thumb = 1.1
     fig, axes = plt.subplots(
         num_layers,
@@ -241,8 +253,8 @@ def model_view(
     for layer in range(num_layers):
         for head in range(num_heads):
             ax = axes[layer, head]
-            w = _select(layers, layer, head, batch_index, kept)
-            top = vmax if vmax is not None else max(float(w.max()), 1e-12)
+            w = panels[layer][head]
+            top = vmax if scale == "shared" else max(float(w.max()), 1e-12)
             image = ax.imshow(w, cmap=cmap, vmin=0.0, vmax=top)
             ax.set_xticks([])
             ax.set_yticks([])
@@ -250,10 +262,13 @@ def model_view(
                 ax.set_title(f"head {head}", fontsize=8)
             if head == 0:
                 ax.set_ylabel(f"layer {layer}", fontsize=8)
-    if vmax is not None:
+    if scale == "shared":
         fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
     text = " ".join(tokens[i] for i in kept)
-    fig.suptitle(text if len(text) <= 90 else text[:87] + "...", fontsize=9, parse_math=False)
+    text = text if len(text) <= 90 else text[:87] + "..."
+    if scale == "panel":
+        text += "\n(each panel scaled to its own maximum: colours do not compare across panels)"
+    fig.suptitle(text, fontsize=9, parse_math=False)
     return fig
 
 

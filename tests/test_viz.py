@@ -132,7 +132,7 @@ def test_attention_heads_draws_every_head_of_the_layer():
 def test_model_view_has_one_thumbnail_per_layer_and_head():
     atts = random_attentions(layers=3, heads=4)
     fig = viz.model_view(atts, TOKENS, batch_index=1)
-    assert len(fig.axes) == 3 * 4
+    assert len(fig.axes) == 3 * 4 + 1  # and the colour bar
     for layer in range(3):
         for head in range(4):
             ax = fig.axes[layer * 4 + head]
@@ -141,14 +141,26 @@ def test_model_view_has_one_thumbnail_per_layer_and_head():
     assert fig.axes[0].get_ylabel() == "layer 0" and fig.axes[3].get_title() == "head 3"
 
 
-def test_model_view_shares_one_colour_scale_when_asked():
+def test_model_view_shares_one_colour_scale_unless_asked_per_panel():
     atts = random_attentions(layers=2, heads=2)
-    own = viz.model_view(atts, TOKENS)
-    assert len(own.axes) == 4  # no colour bar
-    assert {ax.images[0].get_clim()[1] for ax in own.axes} != {1.0}  # each its own maximum
-    shared = viz.model_view(atts, TOKENS, vmax=1.0)
+    shared = viz.model_view(atts, TOKENS)
     assert len(shared.axes) == 5  # four thumbnails and the colour bar
-    assert all(ax.images[0].get_clim() == (0.0, 1.0) for ax in shared.axes[:4])
+    largest = max(float(_select_max(atts, layer, head)) for layer in range(2) for head in range(2))
+    assert all(ax.images[0].get_clim() == (0.0, pytest.approx(largest)) for ax in shared.axes[:4])
+    fixed = viz.model_view(atts, TOKENS, vmax=1.0)
+    assert all(ax.images[0].get_clim() == (0.0, 1.0) for ax in fixed.axes[:4])
+    own = viz.model_view(atts, TOKENS, scale="panel")
+    assert len(own.axes) == 4  # no colour bar
+    assert len({ax.images[0].get_clim()[1] for ax in own.axes}) == 4  # each its own maximum
+    assert "own maximum" in own._suptitle.get_text()
+    with pytest.raises(ValueError, match="scale must be"):
+        viz.model_view(atts, TOKENS, scale="each")
+    with pytest.raises(ValueError, match="vmax"):
+        viz.model_view(atts, TOKENS, vmax=1.0, scale="panel")
+
+
+def _select_max(atts, layer, head):
+    return atts[layer][0, head][KEPT][:, KEPT].max()
 
 
 def test_head_view_draws_one_line_per_pair_with_opacity_equal_to_the_weight():
@@ -227,7 +239,7 @@ def test_plots_accept_hugging_face_attentions():
     out = model(input_ids=ids, attention_mask=mask, output_attentions=True)
     tokens = ["[CLS]", "a", "b", "[SEP]", "[PAD]", "[PAD]"]
     fig = viz.model_view(out.attentions, tokens, attention_mask=mask)
-    assert len(fig.axes) == 4
+    assert len(fig.axes) == 4 + 1  # and the colour bar
     np.testing.assert_allclose(
         image_of(fig.axes[3]), out.attentions[1][0, 1, :4, :4].detach().numpy(), atol=0
     )
@@ -473,7 +485,7 @@ def test_explorer_redraws_when_its_widgets_change(tiny_model_and_tokenizer):
     assert len(e.figure.axes[0].collections) == 1
 
     e.view.value = "model view"
-    assert len(e.figure.axes) == 2 * 4
+    assert len(e.figure.axes) == 2 * 4 + 1  # and the colour bar
 
     e.view.value = "heatmap"
     e.text.value = "banks and rivers"
