@@ -1,5 +1,6 @@
 """The package as a whole: a light import, the public API, seeds, devices, the environment files."""
 
+import json
 import re
 import subprocess
 import sys
@@ -177,3 +178,16 @@ def test_console_script_fetch_and_assets():
         [sys.executable, "-m", "minibert.cli", "fetch", "imdb"], capture_output=True, text=True
     )
     assert done.returncode == 1 and "known assets" in done.stderr
+
+
+def test_course_map_has_one_source_the_readme_and_the_notebooks_agree():
+    from minibert import course
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert course.course_map() in readme, "README's course map differs from minibert.course"
+    notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+    assert [lesson.notebook for lesson in course.LESSONS] == notebooks
+    start = json.loads((ROOT / "notebooks" / "00_start_here.ipynb").read_text(encoding="utf-8"))
+    sources = ["".join(c["source"]) for c in start["cells"]]
+    assert any("course.course_map(" in s for s in sources), "notebook 00 shows the map from code"
+    assert not any("| 01 Tokens and segments |" in s for s in sources), "no hand-copied map"

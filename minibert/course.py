@@ -1,0 +1,81 @@
+"""The course map, in one place: the README's table and notebook 00 both come from here.
+
+A test checks that the README's table is ``course_map()``; notebook 00 displays it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """One notebook of the course: its file, title, what it teaches, minutes on a 2-core CPU."""
+
+    notebook: str
+    title: str
+    teaches: str
+    minutes: float
+
+    @property
+    def number(self) -> str:
+        return self.notebook[:2]
+
+
+LESSONS: tuple[Lesson, ...] = (
+    Lesson(
+        "00_start_here.ipynb",
+        "Start here",
+        "checks the environment; the course map; a first look at the Wikipedia articles and the review snippets",
+        1.0,
+    ),
+    Lesson(
+        "01_tokens_and_segments.ipynb",
+        "Tokens and segments",
+        "why subwords; BERT's basic tokenizer step by step; greedy WordPiece by hand; training a vocabulary on Wikipedia live and comparing it with bert-base-uncased's; [CLS], [SEP], segments and the input-representation figure from real data; padding, attention masks, truncation",
+        1.0,
+    ),
+    Lesson(
+        "02_attention_math.ipynb",
+        "Attention math",
+        "Q, K, V with tiny numbers; why divide by sqrt(d_k) (an experiment); padding and causal masks; multi-head reshapes, equal to `torch.nn.MultiheadAttention`; a head that learns in seconds; explicit vs fused attention",
+        1.0,
+    ),
+    Lesson(
+        "03_encoder.ipynb",
+        "The encoder",
+        'embeddings and learned vs sinusoidal positions; a post-LN encoder layer by hand; parameter counts from tiny to base (the paper\'s 110M); the real MiniLM loaded and checked against `transformers`; what real heads look at; an interactive explorer; "bank" in context',
+        1.0,
+    ),
+    Lesson(
+        "04_masked_language_model.ipynb",
+        "Masked language modelling",
+        'why masking; the 15% / 80-10-10 procedure by hand on Wikipedia, in colour and in statistics; whole-word masking; the tied MLM head and its loss; honest measures (accuracy at the [MASK] positions beside baselines at the same positions); two live runs: plain BERT stuck on the plateau ("the" at every mask) and a run whose first heads are guided to the neighbours; the course checkpoint: its measures, fill-mask, where it is right, trained vs untrained attention on one scale; the plateau and its cure: neighbour heads in plain, guided, course and MiniLM models',
+        2.0,
+    ),
+    Lesson(
+        "05_next_sentence_prediction.ipynb",
+        "Next sentence prediction",
+        "why a sentence-level task; [CLS], the pooler and the NSP head by hand; pairs three ways (d2l's single sentences, Google's segments with negatives from another article, ALBERT's swapped segments) with their statistics; the NSP loss, why both labels must count (the ignore_index bug), the label conventions; what NSP learns: a TF-IDF topic rule and the course checkpoint on NSP and on sentence order, [CLS] attention across segments; NSP vs SOP trained live; the published evidence (BERT, RoBERTa, ALBERT)",
+        1.5,
+    ),
+    Lesson(
+        "06_fine_tuning.ipynb",
+        "Fine-tuning",
+        "what is pretrained, what is new, why a small learning rate; the classification head and one AdamW step by hand; baselines first (majority, bag of words); MiniLM fine-tuned live; what pretraining buys: scratch vs the course checkpoint vs MiniLM, against labelled examples; the confusion matrix, negation and mixed reviews, which words matter (attention vs gradient x input vs occlusion); a label per token (restoring capitalisation); a summary of the course",
+        2.5,
+    ),
+)
+
+
+def course_map(folder: str = "notebooks/") -> str:
+    """The course map as a Markdown table, each notebook linked under folder."""
+    lines = [
+        "| notebook | what it teaches | minutes on a laptop CPU |",
+        "|---|---|---|",
+    ]
+    for lesson in LESSONS:
+        minutes = f"{lesson.minutes:g}"
+        link = f"[{lesson.number} {lesson.title}]({folder}{lesson.notebook})"
+        lines.append(f"| {link} | {lesson.teaches} | {minutes} |")
+    return "\n".join(lines)
