@@ -26,7 +26,7 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson(
         "00_start_here.ipynb",
         "Start here",
-        "checks the environment; the course map; a first look at the Wikipedia articles and the review snippets",
+        "what BERT is: one figure from text to heads, pretraining vs fine-tuning, and contextual vs context-free vectors measured on MiniLM; checks the environment; the course map; a first look at the Wikipedia articles and the review snippets",
         1.0,
     ),
     Lesson(
@@ -44,7 +44,7 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson(
         "03_encoder.ipynb",
         "The encoder",
-        'embeddings and learned vs sinusoidal positions; a post-LN encoder layer by hand; parameter counts from tiny to base (the paper\'s 110M); the real MiniLM loaded and checked against `transformers`; what real heads look at; an interactive explorer; "bank" in context',
+        'embeddings; learned vs sinusoidal positions (the shift property, and why BERT learns them); the encoder layer as a block diagram, why residuals, LayerNorm and the feed-forward, post-LN vs pre-LN, then by hand; parameter counts from tiny to base (the paper\'s 110M); the real MiniLM loaded and checked against `transformers`; what real heads look at; an interactive explorer; "bank" in context',
         1.0,
     ),
     Lesson(
