@@ -648,8 +648,8 @@ class AttentionExplorer:
     def __repr__(self) -> str:
         layers, heads = len(self.attentions), self.attentions[0].shape[1]
         return (
-            f"AttentionExplorer({layers} layers x {heads} heads, {len(self.tokens)} tokens; "
-            f"choose text, layer, head and view above)"
+            f"AttentionExplorer({layers} layers x {heads} heads, {len(self.tokens)} tokens): "
+            "the explorer's controls appear when this cell runs in a live notebook"
         )
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:

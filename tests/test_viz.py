@@ -494,6 +494,7 @@ def test_explorer_redraws_when_its_widgets_change(tiny_model_and_tokenizer):
     e.text_pair.value = ""
     assert e.sentence_b_start is None and e.tokens[-1] == "[SEP]"
     assert repr(e).startswith("AttentionExplorer(2 layers x 4 heads, ")
+    assert "appear when this cell runs in a live notebook" in repr(e)  # not "above"
     bundle = e._repr_mimebundle_()
     assert bundle["text/plain"] == repr(e)
     assert "application/vnd.jupyter.widget-view+json" in bundle
