@@ -474,8 +474,12 @@ def test_explorer_redraws_when_its_widgets_change(tiny_model_and_tokenizer):
     e.layer.value = 1
     assert e.figure.axes[0].get_title() == "layer 1, head 3"
 
-    e.head.value = "all"
-    assert sum(1 for ax in e.figure.axes if ax.get_title().startswith("head ")) == 4
+    e.head.value = "all"  # one image for all heads of the layer, each panel named
+    grid = e.figure.axes[0]
+    assert [t.get_text() for t in grid.texts] == [f"head {h}" for h in range(4)]
+    image = grid.images[0].get_array()
+    n = len(e.tokens)
+    np.testing.assert_allclose(image[:n, :n], e.attentions[1][0, 0].numpy(), rtol=0, atol=1e-7)
 
     e.view.value = "head view"
     assert e.figure.axes[0].get_title().startswith("layer 1")
@@ -484,8 +488,11 @@ def test_explorer_redraws_when_its_widgets_change(tiny_model_and_tokenizer):
     e.head.value = 2
     assert len(e.figure.axes[0].collections) == 1
 
-    e.view.value = "model view"
-    assert len(e.figure.axes) == 2 * 4 + 1  # and the colour bar
+    e.view.value = "model view"  # one image: layers are rows, heads columns
+    grid = e.figure.axes[0]
+    assert len(e.figure.axes) == 2  # the grid and its colour bar
+    assert [t.get_text() for t in grid.get_yticklabels()] == ["layer 0", "layer 1"]
+    assert [t.get_text() for t in grid.get_xticklabels()] == [f"head {h}" for h in range(4)]
 
     e.view.value = "heatmap"
     e.text.value = "banks and rivers"
@@ -517,3 +524,35 @@ def test_explorer_refuses_empty_text(tiny_model_and_tokenizer):
     model, tokenizer = tiny_model_and_tokenizer
     with pytest.raises(ValueError, match="text must be a non-empty string"):
         viz.explore(model, tokenizer, "  ")
+
+
+def test_attention_grid_places_every_panel_on_one_scale():
+    g = np.random.default_rng(0)
+    panels = [[g.random((5, 5)) for _ in range(3)] for _ in range(2)]
+    fig = viz.attention_grid(panels, ["a", "b"], ["x", "y", "z"], panel_names=[["1", "2", "3"]] * 2)
+    (ax, bar) = fig.axes
+    image = np.ma.filled(ax.images[0].get_array(), np.nan)
+    gaps = np.isnan(image).all(axis=0)  # the white columns between panels
+    step = 5 + int(gaps[5:].argmin())  # a panel, then its gap
+    for r in range(2):
+        for c in range(3):
+            block = image[r * step : r * step + 5, c * step : c * step + 5]
+            np.testing.assert_array_equal(block, panels[r][c])
+    assert step > 5 and np.isnan(image[5, :]).all() and np.isnan(image[:, 5]).all()
+    assert ax.images[0].get_clim() == (0.0, max(p.max() for row in panels for p in row))
+    assert len(ax.texts) == 6
+
+
+def test_input_representation_draws_the_papers_rows_for_every_token():
+    tokens = ["[CLS]", "the", "cat", "[SEP]", "it", "##s", "[SEP]"]
+    segments = [0, 0, 0, 0, 1, 1, 1]
+    fig = viz.input_representation(tokens, segments)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert all(t in texts for t in tokens)  # the input row
+    assert texts.count("E$_A$") == 4 and texts.count("E$_B$") == 3  # segments
+    assert "E$_{6}$" in texts and "$e_{6}$" in texts  # positions and the sums
+    assert texts.count("E") == len(tokens) and texts.count("##s") == 2  # E with its token below
+    assert texts.count("+") == 2 * len(tokens) and texts.count("=") == len(tokens)
+    fig.canvas.draw()  # mathtext renders
+    with pytest.raises(ValueError, match="equally long"):
+        viz.input_representation(tokens, segments[:-1])
