@@ -32,13 +32,13 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson(
         "01_tokens_and_segments.ipynb",
         "Tokens and segments",
-        "why subwords; BERT's basic tokenizer step by step; greedy WordPiece by hand; training a vocabulary on Wikipedia live and comparing it with bert-base-uncased's; [CLS], [SEP], segments and the input-representation figure from real data; padding, attention masks, truncation",
+        "why subwords; BERT's basic tokenizer step by step; greedy WordPiece by hand; training a vocabulary on Wikipedia live and comparing it with bert-base-uncased's; [CLS], [SEP], segments and the paper's input-representation figure drawn from real data; padding, attention masks, truncation; tokenizer speed in an appendix",
         1.0,
     ),
     Lesson(
         "02_attention_math.ipynb",
         "Attention math",
-        "Q, K, V with tiny numbers; why divide by sqrt(d_k) (an experiment); padding and causal masks; multi-head reshapes, equal to `torch.nn.MultiheadAttention`; a head that learns in seconds; explicit vs fused attention",
+        "Q, K, V with tiny numbers; why divide by sqrt(d_k) (an experiment); padding and causal masks; multi-head reshapes, equal to `torch.nn.MultiheadAttention`; a head that learns in seconds, and why two heads do what one cannot (measured); explicit vs fused attention in an appendix",
         1.0,
     ),
     Lesson(
