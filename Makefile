@@ -11,6 +11,7 @@ VENV ?= .venv
 # with: make lab TORCH_INDEX="--index-url https://download.pytorch.org/whl/cpu"
 TORCH ?= torch==2.13.0
 TORCH_INDEX ?=
+D2L ?= 1.0.3
 PY := $(VENV)/bin/python
 # JupyterLab refuses to start as root (as in many containers) unless told it may
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
@@ -25,6 +26,9 @@ $(PY):
 $(VENV)/.course: pyproject.toml | $(PY)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install $(TORCH) $(TORCH_INDEX)
 	$(PY) -m pip install -e ".[course]"
+	# d2l for notebook 07, without its pins (numpy 1.23.5, matplotlib 3.7.2, ...), which would
+	# break this environment: pip cannot say --no-deps for one requirement of an extra
+	$(PY) -m pip install --no-deps "d2l==$(D2L)"
 	touch $@
 
 $(VENV)/.dev: pyproject.toml $(VENV)/.course

@@ -65,6 +65,12 @@ LESSONS: tuple[Lesson, ...] = (
         "what is pretrained, what is new, why a small learning rate; the classification head and one AdamW step by hand; baselines first (majority, bag of words); MiniLM fine-tuned live; what pretraining buys: scratch vs the course checkpoint vs MiniLM, against labelled examples; the confusion matrix, negation and mixed reviews, which words matter (attention vs gradient x input vs occlusion); a label per token (restoring capitalisation); a summary of the course",
         2.5,
     ),
+    Lesson(
+        "07_d2l_side_by_side.ipynb",
+        "Appendix: d2l side by side",
+        "the d2l book's BERT chapter, its own code, run beside minibert on our articles: its pairs (NSP labels flipped, negatives from the same article), its masking and padding; its model on MiniLM's weights, equal to minibert once ReLU becomes GELU and the embeddings get their LayerNorm; its MLM loss counting padding (d2l issue 2582), live, and the fix; d2l's show_heatmaps and Animator on minibert",
+        0.5,
+    ),
 )
 
 

@@ -547,7 +547,7 @@ def attention_grid(
     vmax = max(float(np.nanmax(grid)), 1e-12)
     colours = plt.get_cmap(cmap).copy()
     colours.set_bad("white")
-    fig, ax = plt.subplots(figsize=(min(1.1 * cols + 1.4, 16), min(1.1 * rows + 0.9, 12)))
+    fig, ax = plt.subplots(figsize=(min(max(1.1 * cols + 1.4, 7.0), 16), min(1.1 * rows + 1.1, 12)))
     image = ax.imshow(grid, cmap=colours, vmin=0.0, vmax=vmax, interpolation="nearest")
     ax.set_xticks([c * step + (n - 1) / 2 for c in range(cols)] if col_names else [], col_names)
     ax.xaxis.tick_top()
@@ -670,8 +670,8 @@ class AttentionExplorer:
                 panels,
                 [f"layer {i}" for i in range(num_layers)],
                 [f"head {h}" for h in range(num_heads)],
-                "every head of every layer, one colour scale (rows: queries, columns: keys); "
-                "choose a layer and a head for the tokens",
+                "every head of every layer, one colour scale (rows: queries, columns: keys)\n"
+                "choose a layer and a head to see the tokens",
             )
         if view == "head view":
             heads = None if head == "all" else [head]
@@ -691,8 +691,8 @@ class AttentionExplorer:
             ]
             return attention_grid(
                 rows,
-                title=f"layer {layer}, every head (rows: queries, columns: keys); choose one head "
-                "for the tokens",
+                title=f"layer {layer}, every head (rows: queries, columns: keys)\n"
+                "choose one head to see the tokens",
                 panel_names=names,
             )
         return attention_heatmap(self.attentions, self.tokens, layer, head)
