@@ -6,8 +6,8 @@ TransformerEncoderBlock. Notebook 07 runs that code beside minibert's; this modu
 possible and exact:
 
 - ``load_d2l()`` imports ``d2l.torch`` in the course's environment. d2l 1.0.3 pins old numpy,
-  pandas and matplotlib, so it is installed with ``pip install --no-deps d2l==1.0.3 pandas``
-  (what ``make lab``/``make test`` run); and it imports torchvision at the top, for its image
+  pandas and matplotlib, so it is installed with ``pip install --no-deps d2l==1.0.3`` beside the
+  course extra, which brings pandas (what ``make lab``/``make test`` run); and it imports torchvision at the top, for its image
   helpers only, while no PyPI torchvision imports beside the CPU torch this course uses. When the
   real torchvision does not import, a stand-in module takes its place, whose every use raises an
   error naming the image helper that needed it.
@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
-INSTALL = 'pip install --no-deps "d2l==1.0.3" pandas'
+INSTALL = 'pip install pandas && pip install --no-deps "d2l==1.0.3"'
 
 
 def _torchvision_stand_in() -> types.ModuleType:
