@@ -545,8 +545,7 @@ def attention_grid(
         for c in range(cols):
             grid[r * step : r * step + n, c * step : c * step + n] = panels[r][c]
     vmax = max(float(np.nanmax(grid)), 1e-12)
-    colours = plt.get_cmap(cmap).copy()
-    colours.set_bad("white")
+    colours = plt.get_cmap(cmap).with_extremes(bad="white")  # NaN (the gaps) drawn white
     fig, ax = plt.subplots(figsize=(min(max(1.1 * cols + 1.4, 7.0), 16), min(1.1 * rows + 1.1, 12)))
     image = ax.imshow(grid, cmap=colours, vmin=0.0, vmax=vmax, interpolation="nearest")
     ax.set_xticks([c * step + (n - 1) / 2 for c in range(cols)] if col_names else [], col_names)

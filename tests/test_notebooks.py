@@ -38,3 +38,15 @@ def test_notebook_hygiene(path):
                 }
             )
             assert not MACHINE_PATH.search(text), f"cell {i} shows a machine-specific path"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_nbval_markers_are_alone_on_their_line(path):
+    """nbval only obeys a marker comment that is exactly the marker ("# NBVAL_IGNORE_OUTPUT")."""
+    known = {"NBVAL_IGNORE_OUTPUT", "NBVAL_CHECK_OUTPUT", "NBVAL_SKIP", "NBVAL_RAISES_EXCEPTION"}
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        for line in "".join(cell["source"]).splitlines():
+            comment = line.strip().lstrip("#").strip()
+            if line.strip().startswith("#") and comment.startswith("NBVAL"):
+                assert comment in known, f"nbval ignores this marker: {line.strip()!r}"
