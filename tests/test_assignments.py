@@ -312,3 +312,22 @@ def test_skeletons_are_package_data_with_a_readme(tmp_path):
             assert heading in readme
         for p in a.parts:  # the README lists every part with its points
             assert f"({p.points} point" in readme
+
+
+@pytest.mark.parametrize("name", list(assignments.ASSIGNMENTS))
+def test_reference_solution_is_the_skeleton_with_its_bodies_filled_in(name):
+    """The solution repeats the skeleton line for line outside the bodies, so the two never drift."""
+    file = assignments.get(name).file
+    skeleton = (assignments.FILES / name / file).read_text(encoding="utf-8").splitlines()
+    solution = (SOLUTIONS / name / file).read_text(encoding="utf-8").splitlines()
+    kept = [
+        line
+        for line in skeleton[1:]  # the first line names the file's role
+        if line.strip()
+        and "NotImplementedError" not in line
+        and "unused" not in line
+        and not line.startswith(("_ = ", "import ", "from "))  # a solution drops unused imports
+    ]
+    remaining = iter(solution)
+    for line in kept:  # every kept skeleton line appears in the solution, in order
+        assert any(line == candidate for candidate in remaining), f"{file}: {line!r}"
