@@ -118,9 +118,14 @@ def _attr(module: ModuleType, name: str) -> tuple[Any, str | None]:
     return getattr(module, name), None
 
 
-def _call(fn: Callable[..., Any], *args: Any) -> tuple[Any, str | None]:
-    """exercises.call_safely with the hint made to read as a sentence."""
-    return exercises.call_safely(fn, *args)
+def _checked(name: str, checker: Callable[..., bool]) -> Callable[[ModuleType], tuple[bool, str]]:
+    """A part that runs one ``exercises`` checker on the student's function called name."""
+
+    def part(module: ModuleType) -> tuple[bool, str]:
+        fn, hint = _attr(module, name)
+        return (False, hint) if hint else _run_checker(checker, fn)
+
+    return part
 
 
 def _close(got: Any, expected: Any, what: str, atol: float = 1e-5) -> str | None:
@@ -211,16 +216,6 @@ def _random_attention_inputs(g: Any, hidden: int, padded: bool) -> tuple[Any, An
 # --- assignment 1: attention -------------------------------------------------------------------
 
 
-def _attention_sdpa(module: ModuleType) -> tuple[bool, str]:
-    fn, hint = _attr(module, "scaled_dot_product_attention")
-    return (False, hint) if hint else _run_checker(exercises.check_attention, fn)
-
-
-def _attention_padding_mask(module: ModuleType) -> tuple[bool, str]:
-    fn, hint = _attr(module, "padding_mask")
-    return (False, hint) if hint else _run_checker(exercises.check_padding_mask, fn)
-
-
 def _attention_heads(module: ModuleType) -> tuple[bool, str]:
     split, hint = _attr(module, "split_heads")
     merge, hint2 = _attr(module, "merge_heads")
@@ -248,7 +243,7 @@ def _attention_multi_head(module: ModuleType, cases: int = 12) -> tuple[bool, st
         hidden = heads * int(torch.randint(2, 7, (1,), generator=g))
         torch.manual_seed(case)
         reference = MultiHeadSelfAttention(hidden, heads).eval()
-        student, hint = _call(cls, hidden, heads)
+        student, hint = exercises.call_safely(cls, hidden, heads)
         if hint:
             return False, f"MultiHeadSelfAttention({hidden}, {heads}): {hint}"
         try:
@@ -260,7 +255,7 @@ def _attention_multi_head(module: ModuleType, cases: int = 12) -> tuple[bool, st
         x, attention_mask = _random_attention_inputs(g, hidden, padded)
         args = (x, attention_mask) if padded else (x,)
         with torch.no_grad():
-            result, hint = _call(student, *args)
+            result, hint = exercises.call_safely(student, *args)
             if hint:
                 return False, hint
             if not isinstance(result, (tuple, list)) or len(result) != 2:
@@ -308,7 +303,7 @@ def _attention_multi_head(module: ModuleType, cases: int = 12) -> tuple[bool, st
 
 def _loaded(cls: Any, config: Any, state: dict) -> tuple[Any, str | None]:
     """cls(config) with ``state`` loaded (strict), in eval mode; or (None, a hint)."""
-    module, hint = _call(cls, config)
+    module, hint = exercises.call_safely(cls, config)
     if hint:
         return None, f"{cls.__name__}(config): {hint}"
     try:
@@ -378,7 +373,7 @@ def _encoder_attention(module: ModuleType, cases: int = 12) -> tuple[bool, str]:
         x, attention_mask = _random_attention_inputs(g, hidden, padded)
         mask = padding_mask(attention_mask, dtype=x.dtype) if padded else None
         with torch.no_grad():
-            got, hint = _call(student, x, mask)
+            got, hint = exercises.call_safely(student, x, mask)
             if hint:
                 return False, hint
             expected, _ = reference(x, mask)
@@ -469,7 +464,7 @@ def _encoder_model(module: ModuleType) -> tuple[bool, str]:
     for what, batch in (("single sentences, padded", singles), ("sentence pairs", pairs)):
         ids, types, attention = batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]
         with torch.no_grad():
-            result, hint = _call(student, ids, types, attention)
+            result, hint = exercises.call_safely(student, ids, types, attention)
             if hint:
                 return False, hint
             if not isinstance(result, (tuple, list)) or len(result) != 2:
@@ -505,7 +500,7 @@ def _encoder_model(module: ModuleType) -> tuple[bool, str]:
             )
         one = ids[:1, : int(attention[0].sum())]  # an unpadded input, no other argument
         with torch.no_grad():
-            alone, hint = _call(student, one)
+            alone, hint = exercises.call_safely(student, one)
             if hint:
                 return False, f"called with input_ids only: {hint}"
             expected_alone = reference(one).last_hidden_state
@@ -521,23 +516,7 @@ def _encoder_model(module: ModuleType) -> tuple[bool, str]:
     )
 
 
-# --- assignment 3: pretraining data ------------------------------------------------------------
-
-
-def _masking_mask_tokens(module: ModuleType) -> tuple[bool, str]:
-    fn, hint = _attr(module, "mask_tokens")
-    return (False, hint) if hint else _run_checker(exercises.check_masking, fn)
-
-
-def _masking_loss(module: ModuleType) -> tuple[bool, str]:
-    fn, hint = _attr(module, "mlm_loss")
-    return (False, hint) if hint else _run_checker(exercises.check_mlm_loss, fn)
-
-
-def _masking_accuracy(module: ModuleType) -> tuple[bool, str]:
-    fn, hint = _attr(module, "mask_accuracy")
-    return (False, hint) if hint else _run_checker(exercises.check_mask_accuracy, fn)
-
+# --- the assignments (assignment 3, pretraining data, is three checkers) ------------------------
 
 ASSIGNMENTS: dict[str, Assignment] = {
     a.name: a
@@ -548,8 +527,12 @@ ASSIGNMENTS: dict[str, Assignment] = {
             "attention.py",
             "02_attention_math",
             (
-                Part("scaled dot-product attention", 3, _attention_sdpa),
-                Part("padding mask", 1, _attention_padding_mask),
+                Part(
+                    "scaled dot-product attention",
+                    3,
+                    _checked("scaled_dot_product_attention", exercises.check_attention),
+                ),
+                Part("padding mask", 1, _checked("padding_mask", exercises.check_padding_mask)),
                 Part("split and merge heads", 2, _attention_heads),
                 Part("multi-head self-attention", 4, _attention_multi_head),
             ),
@@ -572,9 +555,13 @@ ASSIGNMENTS: dict[str, Assignment] = {
             "masking.py",
             "04_masked_language_model",
             (
-                Part("masking procedure", 4, _masking_mask_tokens),
-                Part("MLM loss", 3, _masking_loss),
-                Part("accuracy at the [MASK] positions", 3, _masking_accuracy),
+                Part("masking procedure", 4, _checked("mask_tokens", exercises.check_masking)),
+                Part("MLM loss", 3, _checked("mlm_loss", exercises.check_mlm_loss)),
+                Part(
+                    "accuracy at the [MASK] positions",
+                    3,
+                    _checked("mask_accuracy", exercises.check_mask_accuracy),
+                ),
             ),
         ),
     )
