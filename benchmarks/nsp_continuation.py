@@ -11,6 +11,9 @@ dynamic) and dropout 0.1. Held-out measures every 250 steps, the card's held-out
         --result benchmarks/results/nsp_continuation_6000.json
 (the learning rate decays linearly to 0; the model is saved, and at the end NSP is also measured on
 d2l-style single-sentence pairs beside the TF-IDF topic rule, as the card measures it)
+    python benchmarks/nsp_continuation.py --steps 4000 --decay --nsp-weight 3 --short-seq-prob 0.5 \
+        --result benchmarks/results/nsp_continuation_weighted.json
+(NSP weighted 3x and half the examples cut short, nearer the single-sentence pairs)
 """
 
 from __future__ import annotations
@@ -40,6 +43,13 @@ def main() -> None:
     parser.add_argument("--decay", action="store_true", help="linear decay of the lr to 0")
     parser.add_argument("--save", type=Path, default=None, help="save the model here at the end")
     parser.add_argument("--result", type=Path, default=RESULT, help="the JSON to write")
+    parser.add_argument("--nsp-weight", type=float, default=1.0, help="loss = MLM + this * NSP")
+    parser.add_argument(
+        "--short-seq-prob",
+        type=float,
+        default=0.1,
+        help="share of examples cut shorter (Google: 0.1)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -83,7 +93,9 @@ def main() -> None:
     print(log[-1], flush=True)
     step, epoch, started = 0, 0, time.time()
     while step < args.steps:
-        examples = pretraining.create_examples(documents, 128, objective="nsp", seed=100 + epoch)
+        examples = pretraining.create_examples(
+            documents, 128, args.short_seq_prob, objective="nsp", seed=100 + epoch
+        )
         data = pretraining.PretrainingDataset.from_tokenizer(examples, tok, seed=100 + epoch)
         for b in torch.utils.data.DataLoader(data, batch_size=32, shuffle=True, collate_fn=collate):
             out = model(
@@ -92,7 +104,7 @@ def main() -> None:
                 sparse_mlm=True,
             )  # fmt: skip
             optimizer.zero_grad()
-            out.loss.backward()
+            (out.mlm_loss + args.nsp_weight * out.nsp_loss).backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             schedule.step()

@@ -439,6 +439,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="re-initialise the pooler and the top N encoder layers first (Zhang et al., 2021)",
     )
+    add(
+        "--evaluations",
+        type=POSITIVE_INT,
+        default=10,
+        help="dev evaluations at most (after each epoch, or every few epochs on a small subset)",
+    )
     add("--overwrite", action="store_true", help="replace what --out holds")
     add("--seed", type=_number(int, 0), default=0, help="seed for the subset, the head and batches")
     add("--threads", type=POSITIVE_INT, default=None, help="torch CPU threads")

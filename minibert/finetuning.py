@@ -383,10 +383,13 @@ def sentence_features(
     if pooling not in ("cls", "mean"):
         raise ValueError(f"pooling must be 'cls' or 'mean', got {pooling!r}")
     encoder = getattr(model, "bert", model).eval()
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths pad less
     rows = []
     for start in range(0, len(texts), batch_size):
         batch = tokenizer.encode_batch(
-            list(texts[start : start + batch_size]), max_length=max_length, truncation=True
+            [texts[i] for i in order[start : start + batch_size]],
+            max_length=max_length,
+            truncation=True,
         )
         hidden = encoder(**batch).last_hidden_state  # (batch, seq, hidden)
         if pooling == "cls":
@@ -394,4 +397,6 @@ def sentence_features(
         else:
             mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # (batch, seq, 1)
             rows.append((hidden * mask).sum(1) / mask.sum(1))
-    return torch.cat(rows)
+    features = torch.empty_like(torch.cat(rows))
+    features[torch.tensor(order)] = torch.cat(rows)  # back in the order of texts
+    return features

@@ -47,6 +47,7 @@ RESUME_SETTINGS = (
     "max_grad_norm",
     "grad_accum_steps",
     "seed",
+    "group_by_length",
 )
 
 Batch = dict[str, torch.Tensor]
@@ -118,19 +119,38 @@ def evaluate(
     return {name: total / count for name, (total, count) in totals.items() if count}
 
 
-def _batch_order(n: int, epoch: int, seed: int) -> list[int]:
-    """The shuffle of epoch `epoch`: a permutation that depends only on (seed, epoch)."""
+GROUP = 50  # batches per group when batches are grouped by length
+
+
+def _batch_order(
+    n: int, epoch: int, seed: int, lengths: Sequence[int] | None = None, batch_size: int = 1
+) -> list[int]:
+    """The shuffle of epoch `epoch`: a permutation that depends only on (seed, epoch).
+
+    With lengths, each run of GROUP * batch_size shuffled examples is sorted longest first, so a
+    batch holds examples of similar length and pads little (Hugging Face's group_by_length).
+    """
     generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
-    return torch.randperm(n, generator=generator).tolist()
+    order = torch.randperm(n, generator=generator).tolist()
+    if lengths is None:
+        return order
+    size = GROUP * batch_size
+    return [
+        i
+        for start in range(0, n, size)
+        for i in sorted(order[start : start + size], key=lambda i: -lengths[i])
+    ]
 
 
-def _draw_batch(train_data: Sequence, index: int, batch_size: int, seed: int) -> list:
+def _draw_batch(
+    train_data: Sequence, index: int, batch_size: int, seed: int, lengths: Sequence[int] | None
+) -> list:
     """The index-th batch of the run: epochs of a fixed shuffle, the last partial batch dropped."""
     first = index * batch_size
     epoch, offset = divmod(first, len(train_data) - len(train_data) % batch_size)
     if hasattr(train_data, "set_epoch"):
         train_data.set_epoch(epoch)  # dynamic masking: a new mask every epoch
-    order = _batch_order(len(train_data), epoch, seed)
+    order = _batch_order(len(train_data), epoch, seed, lengths, batch_size)
     return [train_data[i] for i in order[offset : offset + batch_size]]
 
 
@@ -236,6 +256,7 @@ def train(
     on_eval: Callable[[list[dict]], None] | None = None,
     forward_kwargs: dict[str, Any] | None = None,
     stop_after: int | None = None,
+    group_by_length: bool = False,
 ) -> list[dict[str, float]]:
     """Train `model` for `steps` optimizer steps; return the history (one dict per step).
 
@@ -243,6 +264,8 @@ def train(
     forward_kwargs are extra arguments for the model in training steps (not in evaluation),
     e.g. {"sparse_mlm": True} for BertForPreTraining. stop_after pauses the run after that many
     steps of its `steps`-step schedule and saves its state: resume=True continues it.
+    group_by_length batches examples of similar length (len of each item's "input_ids") together,
+    which saves the padding of short texts of mixed lengths (fine-tuning; not pretraining).
     """
     for name, value in (
         ("steps", steps),
@@ -287,8 +310,10 @@ def train(
             max_grad_norm=max_grad_norm,
             grad_accum_steps=grad_accum_steps,
             seed=seed,
+            group_by_length=group_by_length,
         ),
     }
+    lengths = [len(item["input_ids"]) for item in train_data] if group_by_length else None
     state_path = Path(out_dir) / STATE_FILE if out_dir is not None else None
     leftovers = remove_partial_files(out_dir) if out_dir is not None else []  # a hard kill's
     if resume:
@@ -326,7 +351,7 @@ def train(
                 phase, step_rng, step = "step", torch.get_rng_state(), run["step"]
                 loss_value = _forward_backward(
                     model, train_data, step, batch_size, grad_accum_steps, seed, collate_fn,
-                    device, forward_kwargs, run["scheduler"],
+                    device, forward_kwargs, run["scheduler"], lengths,
                 )  # fmt: skip
                 grad_norm = None
                 if max_grad_norm is not None:
@@ -374,13 +399,13 @@ def train(
 
 def _forward_backward(
     model, train_data, step, batch_size, grad_accum_steps, seed, collate_fn, device,
-    forward_kwargs, scheduler,
+    forward_kwargs, scheduler, lengths,
 ) -> float:  # fmt: skip
     """Zero the gradients, then accumulate them over grad_accum_steps micro-batches; the loss."""
     model.zero_grad(set_to_none=True)
     loss_value = 0.0
     for micro in range(grad_accum_steps):
-        items = _draw_batch(train_data, step * grad_accum_steps + micro, batch_size, seed)
+        items = _draw_batch(train_data, step * grad_accum_steps + micro, batch_size, seed, lengths)
         batch = _to_device(collate_fn(items) if collate_fn else items, device)
         loss = model(**batch, **(forward_kwargs or {})).loss / grad_accum_steps
         if not torch.isfinite(loss):

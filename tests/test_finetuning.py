@@ -161,6 +161,13 @@ def test_a_small_subset_is_evaluated_every_few_epochs_not_every_epoch(tiny_folde
     )  # fmt: skip
     evaluated = [h["step"] for h in result.history if "eval_loss" in h]
     assert evaluated == list(range(6, 61, 6))  # MAX_EVALUATIONS = 10, every 3 epochs
+    best = max(h["eval_accuracy"] for h in result.history if "eval_accuracy" in h)
+    assert result.dev["accuracy"] == pytest.approx(best)  # the best dev weights are the ones kept
+    fewer = finetune(
+        tmp_path / "fewer", model=tiny_folder, train_examples=32, batch_size=16, epochs=30,
+        max_length=32, lr=1e-3, progress=False, evaluations=3,
+    )  # fmt: skip
+    assert [h["step"] for h in fewer.history if "eval_loss" in h] == [20, 40, 60]
 
 
 def test_token_task_end_to_end(tiny_folder, tmp_path):
@@ -188,6 +195,7 @@ def test_bad_arguments_are_one_line_errors(tiny_folder, tmp_path):
             "exceeds the 10233",
         ),
         (["--lr", "0"], "argument --lr"),
+        (["--evaluations", "0"], "argument --evaluations"),
     ):
         done = run("finetune", "--out", str(tmp_path / "x"), *args)
         assert done.returncode == 2, (args, done.stderr)
@@ -231,5 +239,7 @@ def test_sentence_features_pool_cls_or_mean(tiny_folder, tok):
     alone = model.eval()(**tok.encode_batch(texts[:1])).last_hidden_state[0]
     torch.testing.assert_close(cls[0], alone[0])
     torch.testing.assert_close(mean[0], alone.mean(0))  # padding is left out of the mean
+    flipped = finetuning.sentence_features(model, tok, texts[::-1], "cls")  # rows follow texts
+    torch.testing.assert_close(flipped, cls.flip(0), atol=1e-5, rtol=1e-5)
     with pytest.raises(ValueError, match="pooling"):
         finetuning.sentence_features(model, tok, texts, "max")

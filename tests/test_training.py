@@ -319,3 +319,36 @@ def test_training_curves_plot(data):
     assert len(fig.axes[0].get_lines()[0].get_xdata()) == 8
     with pytest.raises(ValueError, match="empty"):
         training_curves([])
+
+
+def test_group_by_length_keeps_each_epoch_a_permutation_and_pads_less():
+    from minibert.training import GROUP, _batch_order
+
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.randint(3, 60, (1000,), generator=g).tolist()
+    plain = _batch_order(1000, 0, 0)
+    grouped = _batch_order(1000, 0, 0, lengths, batch_size=8)
+    assert sorted(grouped) == list(range(1000))  # every example once per epoch
+    assert grouped != _batch_order(1000, 1, 0, lengths, batch_size=8)  # a new order each epoch
+    size = GROUP * 8
+    for start in range(0, 1000, size):  # each group: the same examples, longest first
+        assert sorted(grouped[start : start + size]) == sorted(plain[start : start + size])
+        group_lengths = [lengths[i] for i in grouped[start : start + size]]
+        assert group_lengths == sorted(group_lengths, reverse=True)
+
+    def padded(order):  # tokens in batches of 8 padded to their longest
+        return sum(8 * max(lengths[i] for i in order[s : s + 8]) for s in range(0, 1000, 8))
+
+    assert padded(grouped) < 0.7 * padded(plain)
+
+
+def test_group_by_length_trains_and_resumes_exactly(data, tmp_path):
+    _, full = run(data, out_dir=tmp_path / "full", steps=12, group_by_length=True)
+    _, plain = run(data, steps=12)
+    assert [h["train_loss"] for h in full] != [h["train_loss"] for h in plain]
+    run(data, out_dir=tmp_path / "part", steps=12, stop_after=6, group_by_length=True)
+    with pytest.raises(TrainingError, match="group_by_length=False"):
+        run(data, out_dir=tmp_path / "part", steps=12, resume=True)
+    _, resumed = run(data, out_dir=tmp_path / "part", steps=12, resume=True, group_by_length=True)
+    for a, b in zip(full, resumed):
+        assert a["train_loss"] == pytest.approx(b["train_loss"], abs=1e-6), a["step"]
