@@ -14,6 +14,8 @@ d2l-style single-sentence pairs beside the TF-IDF topic rule, as the card measur
     python benchmarks/nsp_continuation.py --steps 4000 --decay --nsp-weight 3 --short-seq-prob 0.5 \
         --result benchmarks/results/nsp_continuation_weighted.json
 (NSP weighted 3x and half the examples cut short, nearer the single-sentence pairs)
+    python benchmarks/nsp_continuation.py --plot
+(draws every result above into benchmarks/results/nsp_continuation.png, beside the TF-IDF rule)
 """
 
 from __future__ import annotations
@@ -50,7 +52,11 @@ def main() -> None:
         default=0.1,
         help="share of examples cut shorter (Google: 0.1)",
     )
+    parser.add_argument("--plot", action="store_true", help="only draw the committed results")
     args = parser.parse_args()
+    if args.plot:
+        plot(sorted(RESULT.parent.glob("nsp_continuation*.json")), RESULT.with_suffix(".png"))
+        return
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     folder = Path(__file__).parent.parent / "data" / "course_checkpoint"
@@ -134,6 +140,32 @@ def write(args: argparse.Namespace, log: list, nsp: dict | None = None) -> None:
     if nsp:
         out["nsp_measures"] = nsp
     args.result.write_text(json.dumps(out, indent=1) + "\n")
+
+
+def plot(files: list[Path], path: Path) -> None:
+    """Held-out NSP accuracy against continuation steps, one line per run, with the TF-IDF rule."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    for file in files:
+        run = json.loads(file.read_text())
+        a = run["args"]
+        label = f"{a['steps']} steps, lr {float(a['lr']):g}{' decayed' if a.get('decay') == 'True' else ''}"
+        if float(a.get("nsp_weight", 1)) != 1:
+            label += f", NSP x{float(a['nsp_weight']):g}, {float(a['short_seq_prob']):.0%} short"
+        steps = [h["step"] for h in run["log"]]
+        ax.plot(steps, [100 * h["nsp_accuracy"] for h in run["log"]], label=label)
+    ax.axhline(84.6, color="black", ls="--", lw=1, label="TF-IDF topic rule (84.6%)")
+    ax.axhline(85, color="grey", ls=":", lw=1, label="target (85%)")
+    ax.set_xlabel("steps after the course checkpoint")
+    ax.set_ylabel("held-out NSP accuracy (%)")
+    ax.set_title("Continuing the course checkpoint: new pairs every epoch, dropout 0.1")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":
