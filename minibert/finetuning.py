@@ -376,15 +376,19 @@ def predict(linear: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def sentence_features(
-    model, tokenizer, texts: Sequence[str], pooling: str = "cls", max_length: int = 128,
-    batch_size: int = 64,
-) -> torch.Tensor:  # fmt: skip
-    """Frozen features of a BertModel (or any model with .bert): (texts, hidden), [CLS] or mean."""
-    if pooling not in ("cls", "mean"):
-        raise ValueError(f"pooling must be 'cls' or 'mean', got {pooling!r}")
+    model, tokenizer, texts: Sequence[str], pooling: str | tuple[str, ...] = "cls",
+    max_length: int = 128, batch_size: int = 64,
+) -> torch.Tensor | tuple[torch.Tensor, ...]:  # fmt: skip
+    """Frozen features of a BertModel (or any model with .bert): (texts, hidden), [CLS] or mean.
+
+    A tuple of poolings, e.g. ("cls", "mean"), gives a tuple of feature tensors from one pass.
+    """
+    poolings = (pooling,) if isinstance(pooling, str) else tuple(pooling)
+    if not poolings or any(p not in ("cls", "mean") for p in poolings):
+        raise ValueError(f"pooling must be 'cls', 'mean' or a tuple of them, got {pooling!r}")
     encoder = getattr(model, "bert", model).eval()
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths pad less
-    rows = []
+    rows: dict[str, list[torch.Tensor]] = {p: [] for p in poolings}
     for start in range(0, len(texts), batch_size):
         batch = tokenizer.encode_batch(
             [texts[i] for i in order[start : start + batch_size]],
@@ -392,11 +396,12 @@ def sentence_features(
             truncation=True,
         )
         hidden = encoder(**batch).last_hidden_state  # (batch, seq, hidden)
-        if pooling == "cls":
-            rows.append(hidden[:, 0])
-        else:
-            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # (batch, seq, 1)
-            rows.append((hidden * mask).sum(1) / mask.sum(1))
-    features = torch.empty_like(torch.cat(rows))
-    features[torch.tensor(order)] = torch.cat(rows)  # back in the order of texts
-    return features
+        mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # (batch, seq, 1)
+        for p in poolings:
+            rows[p].append(hidden[:, 0] if p == "cls" else (hidden * mask).sum(1) / mask.sum(1))
+    features = []
+    for p in poolings:
+        pooled = torch.cat(rows[p])
+        features.append(torch.empty_like(pooled))
+        features[-1][torch.tensor(order)] = pooled  # back in the order of texts
+    return features[0] if isinstance(pooling, str) else tuple(features)

@@ -241,5 +241,8 @@ def test_sentence_features_pool_cls_or_mean(tiny_folder, tok):
     torch.testing.assert_close(mean[0], alone.mean(0))  # padding is left out of the mean
     flipped = finetuning.sentence_features(model, tok, texts[::-1], "cls")  # rows follow texts
     torch.testing.assert_close(flipped, cls.flip(0), atol=1e-5, rtol=1e-5)
+    both = finetuning.sentence_features(model, tok, texts, ("cls", "mean"))  # one pass, both
+    torch.testing.assert_close(both[0], cls)
+    torch.testing.assert_close(both[1], mean, atol=1e-5, rtol=1e-5)
     with pytest.raises(ValueError, match="pooling"):
         finetuning.sentence_features(model, tok, texts, "max")
