@@ -128,7 +128,8 @@ def _batch_order(
     """The shuffle of epoch `epoch`: a permutation that depends only on (seed, epoch).
 
     With lengths, each run of GROUP * batch_size shuffled examples is sorted longest first, so a
-    batch holds examples of similar length and pads little (Hugging Face's group_by_length).
+    batch holds examples of similar length and pads little (Hugging Face's group_by_length). A
+    set of fewer than GROUP batches is one run: its batches are then the same every epoch.
     """
     generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
     order = torch.randperm(n, generator=generator).tolist()
