@@ -16,8 +16,8 @@ The course's split is by movie (10,233 / 1,247 / 1,272 snippets; label 1 = fresh
   articles (a token task), course checkpoint against scratch, beside the two rules.
 
 Every run keeps the best dev evaluation (at most 3 on a subset, one per epoch on all the data);
-subsets train in batches of 16 for at least 100 steps;
-batches group texts of similar length. About 30 minutes on a 2-core CPU, most of it MiniLM.
+subsets train in batches of 16 for at least 100 steps; batches group texts of similar length.
+27 minutes on a 2-core CPU, 17 of them MiniLM's.
 Writes benchmarks/results/finetuning.json and finetuning.png (the labelled-examples curve).
 """
 
