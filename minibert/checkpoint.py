@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -222,10 +222,12 @@ Model = TypeVar("Model", bound=nn.Module)
 CONFIG_METADATA = "minibert_config"  # the config.json a weights file was saved with
 
 
-def load_pretrained(cls: type[Model], path: str | Path) -> Model:
+def load_pretrained(cls: type[Model], path: str | Path, **config_changes: Any) -> Model:
     """Build `cls` (a model class taking a BertConfig) from a Hugging Face BERT folder.
 
-    Mismatched keys or shapes raise, listing them. Heads that the checkpoint has and `cls` does
+    config_changes replace fields of the folder's config before the model is built (dropout,
+    num_labels and label_names for a new classifier); a change to a size the weights fix
+    (hidden_size, vocab_size, ...) raises. Mismatched keys or shapes raise, listing them. Heads that the checkpoint has and `cls` does
     not (a pretraining checkpoint loaded into BertModel) are left out; a fine-tuning classifier
     missing from the checkpoint starts from random weights. Both lists are kept in
     ``model.loading_info``.
@@ -241,6 +243,13 @@ def load_pretrained(cls: type[Model], path: str | Path) -> Model:
             stacklevel=3,
         )
         config = BertConfig.from_hf_config(saved_with)
+    fixed = set(config_changes) & set(WEIGHT_SIZES)
+    if fixed:
+        raise ValueError(
+            f"cannot change {', '.join(sorted(fixed))} when loading {folder.name}: the weights fix "
+            "them; only fields such as dropout or the labels of a new classifier may change"
+        )
+    config = config.replace(**config_changes)
     theirs, unknown = from_hf_names(read_weights(folder), config.num_layers)
     if unknown:
         raise ValueError(
@@ -280,18 +289,20 @@ def load_pretrained(cls: type[Model], path: str | Path) -> Model:
 # --- writing a folder --------------------------------------------------------------------------
 
 
+WEIGHT_SIZES = (  # the config fields the encoder's weights fix (dropout and the like do not)
+    "vocab_size",
+    "hidden_size",
+    "num_layers",
+    "num_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+)
+
+
 def _sizes(config: BertConfig) -> tuple[int, ...]:
-    """The fields that fix the weights' shapes (dropout and the like may be edited freely)."""
-    return (
-        config.vocab_size,
-        config.hidden_size,
-        config.num_layers,
-        config.num_heads,
-        config.intermediate_size,
-        config.max_position_embeddings,
-        config.type_vocab_size,
-        config.num_labels,
-    )
+    """The fields that fix the weights' shapes, the classifier's number of labels included."""
+    return (*(getattr(config, name) for name in WEIGHT_SIZES), config.num_labels)
 
 
 def _saved_config(folder: Path) -> dict | None:

@@ -229,14 +229,24 @@ def build_parser() -> argparse.ArgumentParser:
     add = pre.add_argument
     add(
         "--preset",
-        default="mini",
+        default=None,
         choices=("tiny", "mini", "small", "medium", "base"),
-        help="model size (layers/hidden: 2/128, 4/256, 4/512, 8/512, 12/768)",
+        help="size of a new model (layers/hidden: 2/128, 4/256, 4/512, 8/512, 12/768); "
+        "default: mini, or the --init model's size",
     )
     add(
         "--corpus",
         default="wikipedia",
-        help="'wikipedia' (the course extract), a MediaWiki dump (.xml/.xml.bz2) or a folder of .txt files",
+        help="'wikipedia' (the course extract), 'reviews' (the review text of the Rotten Tomatoes "
+        "training movies, one document per movie, no labels; needs --objective none), a "
+        "MediaWiki dump (.xml/.xml.bz2) or a folder of .txt files",
+    )
+    add(
+        "--init",
+        default=None,
+        help="continue pretraining from a model: 'course' (the course checkpoint) or a folder "
+        "with a pretraining head; its weights, vocabulary and size are kept (no --preset, "
+        "--vocab). E.g. --init course --corpus reviews --objective none",
     )
     add("--out", required=True, help="folder for the model, vocabulary, history and checkpoints")
     add("--steps", type=POSITIVE_INT, required=True, help="optimizer steps")

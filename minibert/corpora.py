@@ -3,6 +3,7 @@
     articles = wikipedia_articles("train")       # list[Article], markup removed, order kept
     articles[0].title, articles[0].paragraphs, articles[0].sentences
     reviews = rotten_tomatoes("train")           # list[Review]: text, label (1 fresh, 0 rotten), movie
+    movies = review_documents("train")           # list[Article]: a movie's snippets, no labels
 
 Wikipedia markup is removed with gensim's ``wikicorpus`` tools (the same ones gensim uses to build
 its Wikipedia corpora); this module only cuts the result into paragraphs and sentences.
@@ -30,6 +31,7 @@ __all__ = [
     "heldout_article",
     "read_text_files",
     "read_wikipedia_dump",
+    "review_documents",
     "rotten_tomatoes",
     "split_sentences",
     "wikipedia_articles",
@@ -254,7 +256,10 @@ def _rotten_tomatoes_cached(file: str, mtime_ns: int) -> dict[str, tuple[Review,
         rows = list(csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8")))
     seen: set[str] = set()
     reviews: list[Review] = []
+    plots: list[tuple[str, str]] = []  # (movie, plot summary)
     for row in rows:
+        if row["category"] == "plot":
+            plots.append((row["movie_name"], " ".join(row["text"].split())))
         if row["category"] not in LABELS:  # plot summaries are not reviews
             continue
         text = " ".join(row["text"].split())
@@ -277,9 +282,11 @@ def _rotten_tomatoes_cached(file: str, mtime_ns: int) -> dict[str, tuple[Review,
             (name for name, bound in zip(SPLIT_FRACTIONS, bounds) if fraction < bound), "test"
         )
         done += per_movie[movie]
-    out: dict[str, tuple[Review, ...]] = {"all": tuple(reviews)}
+    out: dict[str, tuple] = {"all": tuple(reviews)}
     for name in SPLIT_FRACTIONS:
         out[name] = tuple(r for r in reviews if split_of[r.movie] == name)
+        # a plot summary belongs to its movie's split; a movie with no snippet has none
+        out[f"plots:{name}"] = tuple(p for p in plots if split_of.get(p[0]) == name)
     return out
 
 
@@ -289,6 +296,26 @@ def rotten_tomatoes(split: str = "train") -> list[Review]:
         raise ValueError(f"split must be 'train', 'dev', 'test' or 'all', got {split!r}")
     file = assets.path("rotten_tomatoes")
     return list(_rotten_tomatoes_cached(str(file), file.stat().st_mtime_ns)[split])
+
+
+def review_documents(split: str = "train", plots: bool = False) -> list[Article]:
+    """Review text without labels, one document per movie of a split (sorted by movie title).
+
+    Each snippet of the movie is a paragraph, in the file's order; plots=True adds the movie's
+    plot summary first. Only the split's own movies: the text of a dev or test movie never
+    enters pretraining on the 'train' documents, and no label is kept.
+    """
+    if split not in SPLIT_FRACTIONS:
+        raise ValueError(f"split must be 'train', 'dev' or 'test', got {split!r}")
+    file = assets.path("rotten_tomatoes")
+    cached = _rotten_tomatoes_cached(str(file), file.stat().st_mtime_ns)
+    by_movie: dict[str, list[str]] = {}
+    if plots:
+        for movie, summary in cached[f"plots:{split}"]:
+            by_movie.setdefault(movie, []).append(summary)
+    for review in cached[split]:
+        by_movie.setdefault(review.movie, []).append(review.text)
+    return [make_article(movie, by_movie[movie]) for movie in sorted(by_movie)]
 
 
 def rotten_tomatoes_raw_counts() -> dict[str, int]:

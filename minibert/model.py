@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -193,9 +193,13 @@ class BertPreTrainedModel(nn.Module):
                 nn.init.zeros_(module.bias)
 
     @classmethod
-    def from_pretrained(cls: type[Model], path: str | Path) -> Model:
-        """Load a Hugging Face BERT folder (or one saved by save_pretrained), offline."""
-        return checkpoint.load_pretrained(cls, path)  # checkpoint knows no model class
+    def from_pretrained(cls: type[Model], path: str | Path, **config_changes: Any) -> Model:
+        """Load a Hugging Face BERT folder (or one saved by save_pretrained), offline.
+
+        config_changes edit the folder's config before the model is built (dropout, or the
+        number of labels of a new classifier head): ``from_pretrained(path, hidden_dropout=0.0)``.
+        """
+        return checkpoint.load_pretrained(cls, path, **config_changes)  # knows no model class
 
     def save_pretrained(self, path: str | Path) -> None:
         """Write config.json + model.safetensors that transformers' from_pretrained loads."""

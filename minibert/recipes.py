@@ -52,6 +52,7 @@ __all__ = [
 
 RUN_FOLDER = ".run"  # inside the output folder: the run's vocabulary and resumable state
 MODEL_FILES = ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json")
+CORPORA = ("wikipedia", "reviews")  # the corpora the course ships; any dump or folder works too
 HELDOUT_FRACTION = 0.1  # of a user corpus whose titles' hash holds out nothing
 
 
@@ -67,21 +68,29 @@ class PretrainResult:
 
 
 def load_corpus(name: str | Path = "wikipedia") -> tuple[list, list]:
-    """(training, held-out) documents: the course extract, a MediaWiki dump or a folder of .txt.
+    """(training, held-out) documents: 'wikipedia', 'reviews', a MediaWiki dump or a .txt folder.
 
+    'reviews' is the review text of the Rotten Tomatoes training movies, one document per movie,
+    without labels (``corpora.review_documents``); no dev or test movie is in either part.
     The fixed split holds out a document when crc32(title) % 10 == 2; a corpus where that
     leaves no held-out document (or nothing else) holds out its last 10% by title instead,
     at least one document.
     """
     if str(name) == "wikipedia":
         return corpora.wikipedia_articles("train"), corpora.wikipedia_articles("heldout")
+    if str(name) == "reviews":  # the training split's movies only, no labels; split by title too
+        movies = corpora.review_documents("train")
+        heldout = [m for m in movies if corpora.heldout_article(m.title)]
+        return [m for m in movies if not corpora.heldout_article(m.title)], heldout
     source = Path(name)
     if source.is_dir():
         articles = corpora.read_text_files(source)
     elif source.is_file():
         articles = list(corpora.read_wikipedia_dump(source))
     else:
-        raise FileNotFoundError(f"corpus {name}: not 'wikipedia', a dump file or a folder")
+        raise FileNotFoundError(
+            f"corpus {name}: not {' or '.join(CORPORA)}, a dump file or a folder"
+        )
     articles = [a for a in articles if a.sentences]
     if len(articles) < 2:
         raise ValueError(
@@ -122,8 +131,23 @@ def _check_arguments(args: dict[str, Any]) -> None:
     """Every argument of pretrain, checked before anything is read or written."""
     if args["objective"] not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {args['objective']!r}")
-    if args["preset"] not in PRESETS:
+    if args["preset"] is not None and args["preset"] not in PRESETS:
         raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {args['preset']!r}")
+    heads = PRESETS[args["preset"] or "mini"][2]
+    if args["init"] is not None:
+        for name in ("preset", "vocab"):
+            if args[name] is not None:
+                raise ValueError(
+                    f"init and {name} conflict: a run started from {args['init']} keeps that "
+                    f"model's size and vocabulary; leave out {name}"
+                )
+        init = BertConfig.from_hf_config(model_folder(args["init"]) / "config.json")
+        heads = init.num_heads
+        if args["max_len"] > init.max_position_embeddings:
+            raise ValueError(
+                f"max_len {args['max_len']} exceeds the {init.max_position_embeddings} positions "
+                f"of the model in {args['init']}"
+            )
     positive = ("steps", "batch_size", "grad_accum_steps", "eval_every", "dupe_factor")
     for name in (*positive, "vocab_size", "max_len", "checkpoint_every", "max_predictions"):
         value = args[name]
@@ -148,8 +172,8 @@ def _check_arguments(args: dict[str, Any]) -> None:
     for name in ("neighbour_bias", "neighbour_aux"):
         if not 0 <= args[name] < math.inf:
             raise ValueError(f"{name} must be a finite number >= 0, got {args[name]!r}")
-    if args["neighbour_steps"] and args["preset"] in PRESETS and PRESETS[args["preset"]][2] < 2:
-        raise ValueError("neighbour guidance needs a preset with at least 2 heads")
+    if args["neighbour_steps"] and heads < 2:
+        raise ValueError("neighbour guidance needs a model with at least 2 heads")
     if not 0 <= args["dropout"] < 1:
         raise ValueError(f"dropout must be in [0, 1), got {args['dropout']!r}")
     if args["warmup_steps"] is not None and not 0 <= args["warmup_steps"] <= args["steps"]:
@@ -173,8 +197,15 @@ def _check_arguments(args: dict[str, Any]) -> None:
     if vocab is not None and not Path(vocab).exists():
         raise FileNotFoundError(f"vocab {vocab}: no such file or folder")
     corpus = args["corpus"]
-    if str(corpus) != "wikipedia" and not Path(corpus).exists():
-        raise FileNotFoundError(f"corpus {corpus}: not 'wikipedia', a dump file or a folder")
+    if str(corpus) not in CORPORA and not Path(corpus).exists():
+        raise FileNotFoundError(
+            f"corpus {corpus}: not {' or '.join(CORPORA)}, a dump file or a folder"
+        )
+    if str(corpus) == "reviews" and args["objective"] != "none":
+        raise ValueError(
+            "corpus 'reviews' holds snippets by different critics, one after another: there is "
+            "no next sentence or sentence order to learn; use objective 'none' (MLM only)"
+        )
 
 
 def _tokenizer(vocab: str | Path | None, vocab_size: int, train_articles: Sequence, run: Path):
@@ -198,8 +229,9 @@ def pretrain(
     out: str | Path,
     *,
     steps: int,
-    preset: str = "mini",
+    preset: str | None = None,
     corpus: str | Path = "wikipedia",
+    init: str | Path | None = None,
     vocab: str | Path | None = None,
     vocab_size: int = 8000,
     max_len: int = 128,
@@ -231,6 +263,10 @@ def pretrain(
 ) -> PretrainResult:
     """Pretrain a BERT with MLM (+ NSP, SOP or nothing: objective) and save it in `out`.
 
+    preset is the size of a new model ('mini' when neither it nor init is given). init ('course'
+    or a model folder) continues pretraining from that model instead: its weights, vocabulary and
+    size, with its heads (continued pretraining, e.g. on the review text: corpus='reviews').
+
     dropout applies while pretraining only: the saved config.json keeps the preset's 0.1 for
     fine-tuning. mask_rate applies to the training examples; held-out examples are always masked
     at BERT's 15%, so runs compare. neighbour_steps > 0 guides layer 0's first two heads to the
@@ -247,7 +283,11 @@ def pretrain(
         for k, v in args.items()
         if k not in ("out", "progress", "resume", "overwrite", "stop_after")
     }
-    recipe.update(corpus=str(corpus), vocab=None if vocab is None else str(vocab))
+    recipe.update(
+        corpus=str(corpus),
+        vocab=None if vocab is None else str(vocab),
+        init=None if init is None else str(init),
+    )
     run = out / RUN_FOLDER
     if resume:
         saved = json.loads((run / "recipe.json").read_text(encoding="utf-8"))
@@ -269,7 +309,8 @@ def pretrain(
     started = time.perf_counter()
     train_articles, heldout_articles = load_corpus(corpus)
     print(f"corpus: {len(train_articles)} training and {len(heldout_articles)} held-out documents")
-    tok = _tokenizer(vocab, vocab_size, train_articles, run)
+    source = None if init is None else model_folder(init)
+    tok = _tokenizer(source or vocab, vocab_size, train_articles, run)
     data_kwargs = dict(whole_word=whole_word, max_predictions=max_predictions)
     train_examples = pretraining.create_examples(
         pretraining.tokenize_documents(train_articles, tok),
@@ -292,10 +333,18 @@ def pretrain(
     print(
         f"examples: {len(train_data):,} training, {len(eval_data):,} held-out (max_len {max_len})"
     )
-    config = BertConfig.preset(
-        preset, vocab_size=len(tok.vocab), max_position_embeddings=max(max_len, 128)
-    )
-    model = BertForPreTraining(config.replace(hidden_dropout=dropout, attention_dropout=dropout))
+    if source is None:
+        config = BertConfig.preset(
+            preset or "mini", vocab_size=len(tok.vocab), max_position_embeddings=max(max_len, 128)
+        )
+        model = BertForPreTraining(
+            config.replace(hidden_dropout=dropout, attention_dropout=dropout)
+        )
+    else:  # continued pretraining: the folder's weights and heads, this run's dropout
+        config = BertConfig.from_hf_config(source / "config.json")
+        model = BertForPreTraining.from_pretrained(
+            source, hidden_dropout=dropout, attention_dropout=dropout
+        )
     if neighbour_steps:
         model = NeighbourCurriculum(
             model, neighbour_bias, neighbour_aux, neighbour_steps * grad_accum_steps
@@ -499,9 +548,8 @@ def finetune(
         )
     if scratch:
         net = cls(config)  # the same size and vocabulary, random weights
-    else:
-        net = cls.from_pretrained(source)
-        net.config = config
+    else:  # a new classifier of the task's size, unless the folder holds one already
+        net = cls.from_pretrained(source, num_labels=len(names), label_names=names)
     if reinit_layers:
         parts = [*net.bert.encoder.layers[-reinit_layers:]]
         if getattr(net.bert, "pooler", None) is not None:

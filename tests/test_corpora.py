@@ -161,3 +161,21 @@ def test_rotten_tomatoes_split_by_movie():
     assert corpora.rotten_tomatoes("train") == splits["train"]  # deterministic
     with pytest.raises(ValueError, match="'dev'"):
         corpora.rotten_tomatoes("validation")
+
+
+def test_review_documents_hold_only_training_movies_and_no_labels():
+    # the corpus for continued pretraining: no text of a dev or test movie, no label
+    documents = corpora.review_documents("train", plots=True)
+    train = corpora.rotten_tomatoes("train")
+    assert [d.title for d in documents] == sorted({r.movie for r in train})  # one per movie
+    text = {p for d in documents for p in d.paragraphs}
+    assert {r.text for r in train} <= text
+    for split in ("dev", "test"):
+        others = corpora.rotten_tomatoes(split)
+        assert not {r.movie for r in others} & {d.title for d in documents}
+        assert not {r.text for r in others} & text
+    plain = corpora.review_documents("train")
+    assert sum(len(d.paragraphs) for d in plain) == len(train)  # each snippet once, nothing else
+    assert all(isinstance(p, str) for d in plain for p in d.paragraphs)  # text only: no labels
+    with pytest.raises(ValueError, match="split"):
+        corpora.review_documents("all")

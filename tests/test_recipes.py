@@ -1,0 +1,56 @@
+"""minibert.recipes: continued pretraining from a folder (--init) on the review corpus."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from minibert import assets, corpora, recipes
+from minibert.model import BertForPreTraining
+
+
+def test_the_review_corpus_is_training_movies_split_by_title():
+    train, heldout = recipes.load_corpus("reviews")
+    titles = {d.title for d in train} | {d.title for d in heldout}
+    assert titles == {r.movie for r in corpora.rotten_tomatoes("train")}
+    assert heldout and all(corpora.heldout_article(d.title) for d in heldout)
+    assert not any(corpora.heldout_article(d.title) for d in train)
+
+
+def test_init_keeps_the_weights_vocabulary_and_size(tmp_path):
+    course = assets.course_checkpoint()
+    result = recipes.pretrain(
+        tmp_path / "adapted", steps=1, init="course", corpus="reviews", objective="none",
+        lr=1e-12, warmup_steps=0, weight_decay=0.0, dupe_factor=1, batch_size=4,
+        eval_batches=1, max_len=64, progress=False,
+    )  # fmt: skip
+    folder = result.folder
+    assert (folder / "vocab.txt").read_text() == (course / "vocab.txt").read_text()
+    before = BertForPreTraining.from_pretrained(course).state_dict()
+    after = BertForPreTraining.from_pretrained(folder)
+    for name, value in after.state_dict().items():
+        torch.testing.assert_close(value, before[name], rtol=0, atol=1e-8, msg=name)
+    saved = json.loads((folder / "config.json").read_text())
+    assert saved["hidden_size"] == 128 and saved["num_hidden_layers"] == 2
+    assert saved["hidden_dropout_prob"] == 0.1  # the folder's own, for fine-tuning
+    recipe = json.loads((folder / "recipe.json").read_text())
+    assert recipe["init"] == "course" and recipe["corpus"] == "reviews"
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"preset": "mini"}, "init and preset conflict"),
+        ({"vocab": "data"}, "init and vocab conflict"),
+        ({"max_len": 512}, "exceeds the 128 positions"),
+        ({"init": "no/such/folder"}, "no/such/folder"),
+        ({"objective": "nsp"}, "objective 'none'"),
+    ],
+)
+def test_init_arguments_are_checked_before_anything_is_written(tmp_path, changes, message):
+    options = {"steps": 5, "init": "course", "corpus": "reviews", "objective": "none", **changes}
+    with pytest.raises((ValueError, FileNotFoundError), match=message):
+        recipes.pretrain(tmp_path / "m", **options)
+    assert not (tmp_path / "m").exists()
