@@ -50,3 +50,30 @@ def test_nbval_markers_are_alone_on_their_line(path):
             comment = line.strip().lstrip("#").strip()
             if line.strip().startswith("#") and comment.startswith("NBVAL"):
                 assert comment in known, f"nbval ignores this marker: {line.strip()!r}"
+
+
+def test_the_other_cpu_environment_changes_the_kernel_path():
+    """make test KERNEL=other (CI) must really run the notebooks on another kernel path."""
+    import os
+    import subprocess
+    import sys
+
+    here = Path(__file__).resolve().parent
+    probe = "import torch; print(torch.backends.cpu.get_cpu_capability())"
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")
+    }
+    native = subprocess.run(
+        [sys.executable, "-c", probe], env=clean, capture_output=True, text=True
+    )
+    settings = subprocess.run(
+        [sys.executable, str(here / "other_cpu.py")], env=clean, capture_output=True, text=True
+    ).stdout.split()
+    other_env = clean | dict(s.split("=", 1) for s in settings)
+    other = subprocess.run(
+        [sys.executable, "-c", probe], env=other_env, capture_output=True, text=True
+    )
+    assert {"ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS"} <= set(other_env)
+    assert other.stdout.strip() != native.stdout.strip(), (native.stdout, other.stdout)
