@@ -34,7 +34,7 @@ from pathlib import Path
 
 import torch
 
-from minibert import assets, corpora, finetuning
+from minibert import assets, corpora, finetuning, tasks
 from minibert.model import BertModel
 from minibert.recipes import finetune
 from minibert.tokenization import BertTokenizer
@@ -125,10 +125,8 @@ def fine_tune(name: str, seed: int, examples: int | None, work: Path) -> dict:
 
 def capitalisation(work: Path, seeds: int) -> dict:
     """The token task in the course checkpoint's domain: course against scratch, and two rules."""
-    from minibert.recipes import task_data
-
     tok = BertTokenizer.from_pretrained(assets.course_checkpoint())
-    train, _, test = task_data("capitalisation", tok, 64, None, 0)
+    train, _, test = tasks.get("capitalisation").datasets(tok, 64, None, 0)
     rows: dict = {"rules": finetuning.capitalisation_baselines(train.items, test.items, tok)}
     for name in ("scratch", "course"):
         for examples, steps in CAPITALISATION.items():

@@ -54,6 +54,7 @@ _SUBMODULES = (
     "model",
     "pretraining",
     "recipes",
+    "tasks",
     "tokenization",
     "training",
     "utils",

@@ -393,6 +393,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fm.set_defaults(run=_fill_mask)
 
+    from minibert import tasks
+
     ft = sub.add_parser(
         "finetune",
         help="fine-tune a pretrained BERT (or a random one of its size) on a labelled task",
@@ -412,9 +414,8 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--task",
         default="rotten-tomatoes",
-        choices=("rotten-tomatoes", "capitalisation"),
-        help="rotten-tomatoes: sentiment of review snippets (fresh/rotten, split by movie); "
-        "capitalisation: which words of lower-cased Wikipedia text were capitalised",
+        choices=sorted(tasks.TASKS),
+        help="; ".join(f"{t.name}: {t.description}" for t in tasks.TASKS.values()),
     )
     add("--out", required=True, help="folder for the fine-tuned model, tokenizer and results.json")
     add("--epochs", type=POSITIVE_INT, default=3, help="passes over the training examples")

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import shutil
 import time
 from collections.abc import Sequence
@@ -30,8 +29,7 @@ from typing import Any
 
 import torch
 
-from minibert import corpora, finetuning, pretraining
-from minibert import model as models
+from minibert import corpora, finetuning, pretraining, tasks
 from minibert.config import IGNORE_INDEX, OBJECTIVES, PRESETS, BertConfig
 from minibert.curriculum import NeighbourCurriculum
 from minibert.model import BertForPreTraining
@@ -406,10 +404,6 @@ def _put_in_place(out, run, model, tok, history, recipe, overwrite) -> None:
 # --- fine-tuning -------------------------------------------------------------------------------
 
 MAX_EVALUATIONS = 10  # dev evaluations per fine-tuning run, at most
-TASKS = {  # task -> (label names, model class name)
-    "rotten-tomatoes": (corpora.LABELS, "BertForSequenceClassification"),
-    "capitalisation": (("lower", "capitalised"), "BertForTokenClassification"),
-}
 
 
 @dataclass
@@ -437,38 +431,6 @@ def model_folder(name: str | Path) -> Path:
             f"model {name}: not 'course', 'minilm' or a folder with a config.json"
         )
     return folder
-
-
-def task_data(task: str, tok, max_length: int, train_examples: int | None, seed: int):
-    """(train, dev, test) datasets of a task; train_examples draws a random subset of train."""
-    if task == "rotten-tomatoes":
-        train_reviews, dev_reviews, test_reviews = (
-            corpora.rotten_tomatoes(s) for s in ("train", "dev", "test")
-        )
-        if train_examples is not None:
-            if train_examples > len(train_reviews):
-                raise ValueError(
-                    f"train_examples {train_examples} exceeds the {len(train_reviews)} training snippets"
-                )
-            train_reviews = random.Random(seed).sample(train_reviews, train_examples)
-        return tuple(
-            finetuning.ClassificationDataset.from_reviews(r, tok, max_length)
-            for r in (train_reviews, dev_reviews, test_reviews)
-        )
-    # capitalisation: sentences of the Wikipedia training articles (train, dev by position) and
-    # of the held-out articles (test)
-    train_sentences = [s for a in corpora.wikipedia_articles("train") for s in a.sentences]
-    dev_sentences, train_sentences = (
-        train_sentences[::10],
-        [s for i, s in enumerate(train_sentences) if i % 10],
-    )
-    test_sentences = [s for a in corpora.wikipedia_articles("heldout") for s in a.sentences]
-    if train_examples is not None:
-        train_sentences = random.Random(seed).sample(train_sentences, train_examples)
-    return tuple(
-        finetuning.TokenLabellingDataset(finetuning.capitalisation_examples(s, tok, max_length))
-        for s in (train_sentences, dev_sentences, test_sentences)
-    )
 
 
 def finetune(
@@ -503,8 +465,7 @@ def finetune(
     freeze_encoder trains only the classifier (a linear probe); reinit_layers re-initialises the
     pooler and the top N encoder layers before training (Zhang et al., 2021).
     """
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {sorted(TASKS)}, got {task!r}")
+    spec = tasks.get(task)  # an unknown task is an error naming the known ones
     for name, value in (("epochs", epochs), ("batch_size", batch_size), ("max_length", max_length)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
@@ -532,8 +493,7 @@ def finetune(
         torch.set_num_threads(threads)
     started = time.perf_counter()
     tok = BertTokenizer.from_pretrained(source)
-    names, class_name = TASKS[task]
-    cls = getattr(models, class_name)
+    names, cls = spec.labels, spec.model_class
     config = BertConfig.from_hf_config(source).replace(num_labels=len(names), label_names=names)
     if not 0 <= reinit_layers <= config.num_layers:
         raise ValueError(f"reinit_layers must be in [0, {config.num_layers}], got {reinit_layers}")
@@ -541,7 +501,7 @@ def finetune(
         raise ValueError(
             f"max_length {max_length} exceeds the model's {config.max_position_embeddings} positions"
         )
-    train_data, dev_data, test_data = task_data(task, tok, max_length, train_examples, seed)
+    train_data, dev_data, test_data = spec.datasets(tok, max_length, train_examples, seed)
     if len(train_data) < batch_size:
         raise ValueError(
             f"{len(train_data)} training examples is fewer than one batch of {batch_size}"
@@ -561,9 +521,7 @@ def finetune(
             p.requires_grad_(False)
     steps_per_epoch = len(train_data) // batch_size
     steps = max_steps or epochs * steps_per_epoch
-    metrics_fn = (
-        finetuning.classification_metrics if task == "rotten-tomatoes" else finetuning.token_metrics
-    )
+    metrics_fn = spec.metrics
     best: dict[str, Any] = {"accuracy": -1.0}
 
     def keep_best(history: list[dict]) -> None:
@@ -595,8 +553,8 @@ def finetune(
         group_by_length=True,
     )
     net.load_state_dict(best["state"])
-    dev = _measure(net, dev_data, collate, metrics_fn, task)
-    test = _measure(net, test_data, collate, metrics_fn, task)
+    dev = _measure(net, dev_data, collate, spec.unit)
+    test = _measure(net, test_data, collate, spec.unit)
     results = {
         "task": task,
         "model": str(model),
@@ -632,7 +590,7 @@ def finetune(
 
 
 @torch.no_grad()
-def _measure(net, data, collate, metrics_fn, task) -> dict[str, Any]:
+def _measure(net, data, collate, unit: str) -> dict[str, Any]:
     """Accuracy, F1 of label 1 and the confusion matrix of a model on a dataset."""
     net.eval()
     device = next(net.parameters()).device
@@ -648,7 +606,7 @@ def _measure(net, data, collate, metrics_fn, task) -> dict[str, Any]:
     return {
         **finetuning.scores(labels, predictions, net.config.num_labels),
         "examples": len(labels),
-        "unit": "snippet" if task == "rotten-tomatoes" else "word",
+        "unit": unit,
     }
 
 

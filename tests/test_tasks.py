@@ -1,0 +1,69 @@
+"""minibert.tasks: the registry the CLI, the recipe and the benchmark read; a 3-label task end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from minibert import finetuning, recipes, tasks
+from minibert.cli import build_parser
+from minibert.model import BertForSequenceClassification
+
+
+def test_the_registry_names_each_task_once_and_refuses_unknown_ones():
+    assert {"rotten-tomatoes", "capitalisation"} <= set(tasks.TASKS)
+    assert tasks.get("rotten-tomatoes").labels == ("rotten", "fresh")
+    assert tasks.get("capitalisation").unit == "word"
+    with pytest.raises(ValueError, match="task must be one of"):
+        tasks.get("ner")
+    with pytest.raises(ValueError, match="already registered"):
+        tasks.register(tasks.get("capitalisation"))
+    with pytest.raises(ValueError, match="task must be one of"):
+        recipes.finetune("unused", task="sst-2")
+
+
+def test_the_cli_offers_the_registered_tasks():
+    parser = build_parser()
+    args = parser.parse_args(["finetune", "--out", "x", "--task", "capitalisation"])
+    assert args.task == "capitalisation"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["finetune", "--out", "x", "--task", "ner"])
+
+
+def test_a_subset_larger_than_the_data_is_one_clear_error():
+    with pytest.raises(ValueError, match="exceeds the .* training sentences"):
+        tasks.get("capitalisation").datasets(None, 64, 10**7, 0)
+
+
+def _three_way(tok, max_length, train_examples, seed):
+    """Which of three words a sentence holds: a 3-label task built for this test."""
+    words = ("film", "movie", "story")
+    texts = [f"a {words[i % 3]} that i {verb} ." for i in range(96) for verb in ("saw", "liked")]
+    labels = [i % 3 for i in range(96) for _ in range(2)]
+    make = lambda t, y: finetuning.ClassificationDataset(t, y, tok, max_length)  # noqa: E731
+    return make(texts, labels), make(texts[:48], labels[:48]), make(texts[48:96], labels[48:96])
+
+
+def test_a_three_label_task_fine_tunes_from_a_pretrained_folder(tmp_path, monkeypatch):
+    # the latent bug: a pretrained folder gave a 2-way head, then "labels must lie in [0, 2)"
+    task = tasks.Task(
+        name="three-words",
+        labels=("film", "movie", "story"),
+        model_class=BertForSequenceClassification,
+        unit="sentence",
+        load=_three_way,
+        metrics=finetuning.classification_metrics,
+        description="which of three words a sentence holds",
+    )
+    monkeypatch.setitem(tasks.TASKS, task.name, task)
+    result = recipes.finetune(
+        tmp_path / "three", model="course", task="three-words", max_steps=30, lr=1e-3,
+        batch_size=16, max_length=16, evaluations=2, progress=False,
+    )  # fmt: skip
+    config = json.loads((result.folder / "config.json").read_text())
+    assert config["id2label"] == {"0": "film", "1": "movie", "2": "story"}
+    assert len(result.test["confusion"]) == 3 and result.test["unit"] == "sentence"
+    assert result.test["accuracy"] > 0.9  # the word is right there: a working 3-way head learns it
+    again = BertForSequenceClassification.from_pretrained(result.folder)
+    assert again.classifier.out_features == 3
