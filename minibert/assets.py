@@ -312,14 +312,24 @@ def status() -> list[dict[str, object]]:
     ]
 
 
-def course_checkpoint() -> Path:
-    """The folder of the course checkpoint (data/course_checkpoint in the course repository)."""
-    folder = Path(__file__).resolve().parent.parent / "data" / "course_checkpoint"
+COURSE_CHECKPOINTS = {  # name -> folder under data/: the course's own pretrained models
+    "course": "course_checkpoint",  # pretrained on the Wikipedia extract (MLM + NSP)
+    "course-reviews": "course_reviews",  # the same, continued on the review text (MLM)
+}
+
+
+def course_checkpoint(name: str = "course") -> Path:
+    """The folder of a course checkpoint: 'course' or 'course-reviews' (committed under data/)."""
+    if name not in COURSE_CHECKPOINTS:
+        raise ValueError(
+            f"course checkpoint must be one of {sorted(COURSE_CHECKPOINTS)}, got {name!r}"
+        )
+    folder = Path(__file__).resolve().parent.parent / "data" / COURSE_CHECKPOINTS[name]
     if not (folder / "model.safetensors").is_file():
         raise FileNotFoundError(
-            f"no course checkpoint in {folder}; it is committed in the course repository "
-            "(run from a checkout), and data/course_checkpoint/README.md gives the command "
-            "that re-creates it"
+            f"no {name} checkpoint in {folder}; it is committed in the course repository "
+            f"(run from a checkout), and data/{COURSE_CHECKPOINTS[name]}/README.md gives the "
+            "command that re-creates it"
         )
     return folder
 

@@ -404,7 +404,8 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--model",
         default="course",
-        help="'course' (the course checkpoint), 'minilm' (the pretrained MiniLM) or a model folder",
+        help="'course' (the course checkpoint), 'course-reviews' (it, continued on the review "
+        "text), 'minilm' (the pretrained MiniLM) or a model folder",
     )
     add(
         "--scratch",
@@ -425,7 +426,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="stop after this many optimizer steps instead (default: --epochs)",
     )
-    add("--lr", type=POSITIVE, default=5e-5, help="peak learning rate of AdamW")
+    add(
+        "--lr",
+        type=POSITIVE,
+        default=None,
+        help="peak learning rate of AdamW (default: measured per model size: 1e-3 for the "
+        "course's small models, 5e-5 for MiniLM and larger)",
+    )
     add("--batch-size", type=POSITIVE_INT, default=32, help="examples per step")
     add(
         "--max-length",

@@ -404,6 +404,8 @@ def _put_in_place(out, run, model, tok, history, recipe, overwrite) -> None:
 # --- fine-tuning -------------------------------------------------------------------------------
 
 MAX_EVALUATIONS = 10  # dev evaluations per fine-tuning run, at most
+SMALL_MODEL_LR = 1e-3  # finetune's default for the course's small models (default_lr)
+LARGE_MODEL_LR = 5e-5  # and for MiniLM-sized and larger ones
 
 
 @dataclass
@@ -418,19 +420,30 @@ class FinetuneResult:
 
 
 def model_folder(name: str | Path) -> Path:
-    """'course' (the course checkpoint), 'minilm' (the pretrained MiniLM) or a model folder."""
+    """'course', 'course-reviews' (the course checkpoints), 'minilm' or a model folder."""
     from minibert import assets
 
-    if str(name) == "course":
-        return assets.course_checkpoint()
+    if str(name) in assets.COURSE_CHECKPOINTS:
+        return assets.course_checkpoint(str(name))
     if str(name) == "minilm":
         return assets.path("minilm")
     folder = Path(name)
     if not (folder / "config.json").is_file():
         raise FileNotFoundError(
-            f"model {name}: not 'course', 'minilm' or a folder with a config.json"
+            f"model {name}: not {', '.join(map(repr, assets.COURSE_CHECKPOINTS))}, 'minilm' or "
+            "a folder with a config.json"
         )
     return folder
+
+
+def default_lr(config: BertConfig) -> float:
+    """finetune's learning rate when none is given: measured per model size on dev.
+
+    The course's small models (hidden size below 384: scratch, course, course-reviews) were best
+    at 1e-3 with all the labelled data (benchmarks/finetuning.py sweeps 1e-4 to 3e-3); larger
+    pretrained models (MiniLM, BERT-base) take BERT's small steps, 5e-5.
+    """
+    return SMALL_MODEL_LR if config.hidden_size < 384 else LARGE_MODEL_LR
 
 
 def finetune(
@@ -441,7 +454,7 @@ def finetune(
     scratch: bool = False,
     epochs: int = 3,
     max_steps: int | None = None,
-    lr: float = 5e-5,
+    lr: float | None = None,
     batch_size: int = 32,
     max_length: int = 128,
     train_examples: int | None = None,
@@ -463,7 +476,8 @@ def finetune(
     a Hugging Face folder (config with the label names, weights, tokenizer, results.json).
     Training batches hold texts of similar length (group_by_length), which halves the padding.
     freeze_encoder trains only the classifier (a linear probe); reinit_layers re-initialises the
-    pooler and the top N encoder layers before training (Zhang et al., 2021).
+    pooler and the top N encoder layers before training (Zhang et al., 2021). lr=None takes
+    ``default_lr`` of the model's size (1e-3 for the course's small models, 5e-5 for MiniLM).
     """
     spec = tasks.get(task)  # an unknown task is an error naming the known ones
     for name, value in (("epochs", epochs), ("batch_size", batch_size), ("max_length", max_length)):
@@ -478,7 +492,7 @@ def finetune(
             isinstance(value, bool) or not isinstance(value, int) or value < 1
         ):
             raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if not (isinstance(lr, int | float) and 0 < lr < math.inf):
+    if lr is not None and not (isinstance(lr, int | float) and 0 < lr < math.inf):
         raise ValueError(f"lr must be a positive finite number, got {lr!r}")
     if not 0 <= warmup_fraction <= 1:
         raise ValueError(f"warmup_fraction must be in [0, 1], got {warmup_fraction!r}")
@@ -495,6 +509,7 @@ def finetune(
     tok = BertTokenizer.from_pretrained(source)
     names, cls = spec.labels, spec.model_class
     config = BertConfig.from_hf_config(source).replace(num_labels=len(names), label_names=names)
+    lr = default_lr(config) if lr is None else lr
     if not 0 <= reinit_layers <= config.num_layers:
         raise ValueError(f"reinit_layers must be in [0, {config.num_layers}], got {reinit_layers}")
     if max_length > config.max_position_embeddings:

@@ -54,3 +54,24 @@ def test_init_arguments_are_checked_before_anything_is_written(tmp_path, changes
     with pytest.raises((ValueError, FileNotFoundError), match=message):
         recipes.pretrain(tmp_path / "m", **options)
     assert not (tmp_path / "m").exists()
+
+
+def test_finetune_takes_a_measured_learning_rate_per_model_size(tmp_path):
+    from minibert.config import BertConfig
+
+    assert recipes.default_lr(BertConfig.from_hf_config(assets.course_checkpoint())) == 1e-3
+    assert recipes.default_lr(BertConfig.from_hf_config(assets.path("minilm"))) == 5e-5
+    result = recipes.finetune(
+        tmp_path / "rt", model="course", train_examples=64, max_steps=2, batch_size=32,
+        evaluations=1, progress=False,
+    )  # fmt: skip
+    saved = json.loads((result.folder / "results.json").read_text())
+    assert saved["options"]["lr"] == recipes.SMALL_MODEL_LR  # what `minibert finetune` reproduces
+
+
+def test_course_checkpoints_have_names():
+    assert recipes.model_folder("course") == assets.course_checkpoint()
+    with pytest.raises(ValueError, match="course checkpoint must be one of"):
+        assets.course_checkpoint("course-wikipedia")
+    with pytest.raises(FileNotFoundError, match="'course-reviews'"):
+        recipes.model_folder("no-such-model")
