@@ -1,0 +1,124 @@
+"""What pretraining buys on reviews: candidate starting points for the course's small model.
+
+    python benchmarks/pretraining_candidates.py --candidate adapted=runs/adapted \
+        --models scratch course adapted --sizes 1024 all --lrs 1e-4 3e-4 1e-3 3e-3
+
+A first look (one seed) before the full protocol of benchmarks/finetuning.py: each candidate is
+fine-tuned on Rotten Tomatoes (split by movie) at each learning rate and training-set size, with
+the recipe's defaults otherwise (3 epochs; subsets in batches of 16 for at least 100 steps; the
+best dev evaluation kept), and its dev and test accuracy recorded. The learning rate to report is
+the one with the best *dev* accuracy; test is never used to choose.
+
+Candidates, each made by `minibert pretrain` (1 thread, 2-core CPU, about 20 minutes each):
+
+- scratch: random weights of the course checkpoint's size and vocabulary;
+- course: the course checkpoint (Wikipedia, MLM + NSP);
+- adapted: the course checkpoint continued on the review text of the training movies, MLM only
+  (task-adaptive pretraining, Gururangan et al. 2020):
+  `minibert pretrain --init course --corpus reviews --objective none --steps 6000 --lr 1e-3
+  --dropout 0 --threads 1 --eval-every 500 --out runs/adapted`;
+- self: the same architecture pretrained on the review text only, with a vocabulary trained on
+  it (self-pretraining, Krishna et al. 2023): `minibert pretrain --preset tiny --corpus reviews
+  --objective none --vocab-size 8000 --steps 6000 --neighbour-steps 1000 --lr 2e-3
+  --warmup-steps 500 --dropout 0 --threads 1 --eval-every 500 --out runs/self`.
+
+Writes (and adds to) benchmarks/results/pretraining_candidates.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from minibert.recipes import finetune
+
+RESULTS = Path(__file__).resolve().parent / "results" / "pretraining_candidates.json"
+TRAIN_SNIPPETS = 10_233
+BUILT_IN = {"scratch": ("course", True), "course": ("course", False)}
+
+
+def run(model: str, scratch: bool, examples: int | None, lr: float, seed: int, work: Path) -> dict:
+    """One fine-tuning run with the benchmark's protocol; its dev and test accuracy."""
+    batch = 16 if examples else 32
+    epochs = max(3, math.ceil(100 * batch / (examples or TRAIN_SNIPPETS)))
+    started = time.perf_counter()
+    result = finetune(
+        work / "run", model=model, scratch=scratch, epochs=epochs, batch_size=batch, lr=lr,
+        train_examples=examples, seed=seed, progress=False, overwrite=True,
+        evaluations=3 if examples else 10, threads=torch.get_num_threads(),
+    )  # fmt: skip
+    return {
+        "examples": examples or TRAIN_SNIPPETS,
+        "lr": lr,
+        "seed": seed,
+        "dev_accuracy": result.dev["accuracy"],
+        "test_accuracy": result.test["accuracy"],
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def best_by_dev(rows: list[dict]) -> dict:
+    """Per (candidate, examples): the run with the best dev accuracy, and its learning rate."""
+    best: dict = {}
+    for row in rows:
+        key = f"{row['candidate']} {row['examples']}"
+        if key not in best or row["dev_accuracy"] > best[key]["dev_accuracy"]:
+            best[key] = row
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--candidate", action="append", default=[], help="NAME=FOLDER to add")
+    parser.add_argument("--models", nargs="+", required=True, help="candidates to run")
+    parser.add_argument("--sizes", nargs="+", default=["1024", "all"])
+    parser.add_argument("--lrs", nargs="+", type=float, default=[1e-4, 3e-4, 1e-3, 3e-3])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    candidates = dict(BUILT_IN)
+    for spec in args.candidate:
+        name, _, folder = spec.partition("=")
+        candidates[name] = (folder, False)
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"runs": []}
+    results["machine"] = (
+        f"{platform.machine()}, {args.threads} thread(s), torch {torch.__version__}"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.models:
+            model, scratch = candidates[name]
+            for size in args.sizes:
+                for lr in args.lrs:
+                    row = {"candidate": name, "model": model, "scratch": scratch}
+                    row |= run(
+                        model,
+                        scratch,
+                        None if size == "all" else int(size),
+                        lr,
+                        args.seed,
+                        Path(tmp),
+                    )
+                    print(json.dumps(row), flush=True)
+                    results["runs"] = [
+                        r for r in results["runs"]
+                        if (r["candidate"], r["examples"], r["lr"], r["seed"])
+                        != (name, row["examples"], lr, args.seed)
+                    ] + [row]  # fmt: skip
+                    results["best_by_dev"] = best_by_dev(results["runs"])
+                    RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+    for key, row in sorted(results["best_by_dev"].items()):
+        print(
+            f"{key:>22}: lr {row['lr']:g}, dev {row['dev_accuracy']:.1%}, test {row['test_accuracy']:.1%}"
+        )
+
+
+if __name__ == "__main__":
+    main()
