@@ -274,6 +274,8 @@ def pretrain(
     """
     args = dict(locals())
     _check_arguments(args)
+    if init is None:  # a new model: the recipe names its size, as runs before --init did
+        preset = args["preset"] = preset or "mini"
     out = Path(out)
     check_output_folder(out, overwrite, resume)
     recipe = {
@@ -333,7 +335,7 @@ def pretrain(
     )
     if source is None:
         config = BertConfig.preset(
-            preset or "mini", vocab_size=len(tok.vocab), max_position_embeddings=max(max_len, 128)
+            preset, vocab_size=len(tok.vocab), max_position_embeddings=max(max_len, 128)
         )
         model = BertForPreTraining(
             config.replace(hidden_dropout=dropout, attention_dropout=dropout)
