@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import torch
 from torch import Tensor, nn
 
-from minibert.config import BertConfig
+from minibert.config import SIZE_FIELDS, BertConfig
 from minibert.utils import atomic_write
 
 # minibert name -> Hugging Face name. "{i}" stands for the layer index. The encoder's names are
@@ -243,7 +243,7 @@ def load_pretrained(cls: type[Model], path: str | Path, **config_changes: Any) -
             stacklevel=3,
         )
         config = BertConfig.from_hf_config(saved_with)
-    fixed = set(config_changes) & set(WEIGHT_SIZES)
+    fixed = set(config_changes) & set(SIZE_FIELDS)
     if fixed:
         raise ValueError(
             f"cannot change {', '.join(sorted(fixed))} when loading {folder.name}: the weights fix "
@@ -289,20 +289,9 @@ def load_pretrained(cls: type[Model], path: str | Path, **config_changes: Any) -
 # --- writing a folder --------------------------------------------------------------------------
 
 
-WEIGHT_SIZES = (  # the config fields the encoder's weights fix (dropout and the like do not)
-    "vocab_size",
-    "hidden_size",
-    "num_layers",
-    "num_heads",
-    "intermediate_size",
-    "max_position_embeddings",
-    "type_vocab_size",
-)
-
-
 def _sizes(config: BertConfig) -> tuple[int, ...]:
     """The fields that fix the weights' shapes, the classifier's number of labels included."""
-    return (*(getattr(config, name) for name in WEIGHT_SIZES), config.num_labels)
+    return (*(getattr(config, name) for name in SIZE_FIELDS), config.num_labels)
 
 
 def _saved_config(folder: Path) -> dict | None:

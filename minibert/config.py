@@ -61,6 +61,18 @@ HF_CONFIG_KEYS: dict[str, str] = {
 }
 
 
+# the fields whose values fix the shapes of the encoder's weights (dropout and the like do not)
+SIZE_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "num_layers",
+    "num_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+)
+
+
 @dataclass
 class BertConfig:
     """Sizes and regularisation of a BERT model; the defaults are bert-base-uncased's."""
@@ -81,16 +93,7 @@ class BertConfig:
     label_names: tuple[str, ...] | None = None  # index = label id; config.json's id2label
 
     def __post_init__(self) -> None:
-        for name in (
-            "vocab_size",
-            "hidden_size",
-            "num_layers",
-            "num_heads",
-            "intermediate_size",
-            "max_position_embeddings",
-            "type_vocab_size",
-            "num_labels",
-        ):
+        for name in (*SIZE_FIELDS, "num_labels"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}.")
