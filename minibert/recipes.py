@@ -441,9 +441,11 @@ def model_folder(name: str | Path) -> Path:
 def default_lr(config: BertConfig) -> float:
     """finetune's learning rate when none is given: measured per model size on dev.
 
-    The course's small models (hidden size below 384: scratch, course, course-reviews) were best
-    at 1e-3 with all the labelled data (benchmarks/finetuning.py sweeps 1e-4 to 3e-3); larger
-    pretrained models (MiniLM, BERT-base) take BERT's small steps, 5e-5.
+    For the course's small models (hidden size below 384), 1e-3: the course checkpoint and its
+    continuation on review text were best on dev there with all the labelled reviews (a sweep of
+    1e-4 to 3e-3, one seed: benchmarks/pretraining_candidates.py); the same size from random
+    weights was best at 1e-3 with 1,024 examples and at 3e-4 with all. Larger pretrained models
+    (MiniLM, BERT-base) take BERT's small steps, 5e-5.
     """
     return SMALL_MODEL_LR if config.hidden_size < 384 else LARGE_MODEL_LR
 
