@@ -7,7 +7,9 @@ A first look (one seed) before the full protocol of benchmarks/finetuning.py: ea
 fine-tuned on Rotten Tomatoes (split by movie) at each learning rate and training-set size, with
 the recipe's defaults otherwise (3 epochs; subsets in batches of 16 for at least 100 steps; the
 best dev evaluation kept), and its dev and test accuracy recorded. The learning rate to report is
-the one with the best *dev* accuracy; test is never used to choose.
+the one with the best *dev* accuracy of the seed-0 sweep; test is never used to choose.
+`--at-best --seed 1` then runs another seed at that rate, and `at_best_lr` in the results gives
+the mean and spread over the seeds run there.
 
 Candidates, each made by `minibert pretrain` (1 thread, 2-core CPU, about 20 minutes each):
 
@@ -22,6 +24,8 @@ Candidates, each made by `minibert pretrain` (1 thread, 2-core CPU, about 20 min
   --objective none --vocab-size 8000 --steps 6000 --neighbour-steps 1000 --lr 2e-3
   --warmup-steps 500 --dropout 0 --threads 1 --eval-every 500 --out runs/self`.
 
+The folders are not committed (runs/ is scratch): re-create them with the commands above.
+
 Writes (and adds to) benchmarks/results/pretraining_candidates.json.
 """
 
@@ -31,6 +35,7 @@ import argparse
 import json
 import math
 import platform
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -64,14 +69,34 @@ def run(model: str, scratch: bool, examples: int | None, lr: float, seed: int, w
     }
 
 
-def best_by_dev(rows: list[dict]) -> dict:
-    """Per (candidate, examples): the run with the best dev accuracy, and its learning rate."""
+def best_by_dev(rows: list[dict], sweep_seed: int = 0) -> dict:
+    """Per (candidate, examples): the sweep's run with the best dev accuracy, and its lr."""
     best: dict = {}
     for row in rows:
+        if row["seed"] != sweep_seed:
+            continue
         key = f"{row['candidate']} {row['examples']}"
         if key not in best or row["dev_accuracy"] > best[key]["dev_accuracy"]:
             best[key] = row
     return best
+
+
+def at_best(rows: list[dict], best: dict) -> dict:
+    """Per (candidate, examples): test accuracy over every seed run at the lr chosen on dev."""
+    summary = {}
+    for key, chosen in best.items():
+        tests = [
+            r["test_accuracy"]
+            for r in rows
+            if f"{r['candidate']} {r['examples']}" == key and r["lr"] == chosen["lr"]
+        ]
+        summary[key] = {
+            "lr": chosen["lr"],
+            "seeds": len(tests),
+            "mean": statistics.mean(tests),
+            "std": statistics.stdev(tests) if len(tests) > 1 else 0.0,
+        }
+    return summary
 
 
 def main() -> None:
@@ -81,6 +106,11 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", default=["1024", "all"])
     parser.add_argument("--lrs", nargs="+", type=float, default=[1e-4, 3e-4, 1e-3, 3e-3])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--at-best",
+        action="store_true",
+        help="run --seed at the lr the seed-0 sweep chose on dev (instead of at every --lrs)",
+    )
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -96,7 +126,9 @@ def main() -> None:
         for name in args.models:
             model, scratch = candidates[name]
             for size in args.sizes:
-                for lr in args.lrs:
+                examples = TRAIN_SNIPPETS if size == "all" else int(size)
+                chosen = results.get("best_by_dev", {}).get(f"{name} {examples}")
+                for lr in [chosen["lr"]] if args.at_best else args.lrs:
                     row = {"candidate": name, "model": model, "scratch": scratch}
                     row |= run(
                         model,
@@ -113,10 +145,11 @@ def main() -> None:
                         != (name, row["examples"], lr, args.seed)
                     ] + [row]  # fmt: skip
                     results["best_by_dev"] = best_by_dev(results["runs"])
+                    results["at_best_lr"] = at_best(results["runs"], results["best_by_dev"])
                     RESULTS.write_text(json.dumps(results, indent=1) + "\n")
-    for key, row in sorted(results["best_by_dev"].items()):
+    for key, row in sorted(results["at_best_lr"].items()):
         print(
-            f"{key:>22}: lr {row['lr']:g}, dev {row['dev_accuracy']:.1%}, test {row['test_accuracy']:.1%}"
+            f"{key:>22}: lr {row['lr']:g}, test {row['mean']:.1%} +- {row['std']:.1%}, {row['seeds']} seed(s)"
         )
 
 
