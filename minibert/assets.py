@@ -314,12 +314,11 @@ def status() -> list[dict[str, object]]:
 
 COURSE_CHECKPOINTS = {  # name -> folder under data/: the course's own pretrained models
     "course": "course_checkpoint",  # pretrained on the Wikipedia extract (MLM + NSP)
-    "course-reviews": "course_reviews",  # the same, continued on the review text (MLM)
 }
 
 
 def course_checkpoint(name: str = "course") -> Path:
-    """The folder of a course checkpoint: 'course' or 'course-reviews' (committed under data/)."""
+    """The folder of a course checkpoint, by name (COURSE_CHECKPOINTS; committed under data/)."""
     if name not in COURSE_CHECKPOINTS:
         raise ValueError(
             f"course checkpoint must be one of {sorted(COURSE_CHECKPOINTS)}, got {name!r}"

@@ -404,8 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--model",
         default="course",
-        help="'course' (the course checkpoint), 'course-reviews' (it, continued on the review "
-        "text), 'minilm' (the pretrained MiniLM) or a model folder",
+        help="'course' (the course checkpoint), 'minilm' (the pretrained MiniLM) or a model folder",
     )
     add(
         "--scratch",

@@ -422,7 +422,7 @@ class FinetuneResult:
 
 
 def model_folder(name: str | Path) -> Path:
-    """'course', 'course-reviews' (the course checkpoints), 'minilm' or a model folder."""
+    """A course checkpoint by name ('course'), 'minilm' or a model folder."""
     from minibert import assets
 
     if str(name) in assets.COURSE_CHECKPOINTS:

@@ -73,5 +73,5 @@ def test_course_checkpoints_have_names():
     assert recipes.model_folder("course") == assets.course_checkpoint()
     with pytest.raises(ValueError, match="course checkpoint must be one of"):
         assets.course_checkpoint("course-wikipedia")
-    with pytest.raises(FileNotFoundError, match="'course-reviews'"):
+    with pytest.raises(FileNotFoundError, match="not 'course', 'minilm' or a folder"):
         recipes.model_folder("no-such-model")
