@@ -7,17 +7,23 @@
 The course's split is by movie (10,233 / 1,247 / 1,272 snippets; label 1 = fresh). Rows:
 
 - majority class; bag-of-words logistic regression (TF-IDF unigrams + bigrams, L2 chosen on dev);
-- frozen features + logistic regression: the course checkpoint and MiniLM, [CLS] and mean pooling;
-- full fine-tuning (`minibert.recipes.finetune`, the best dev evaluation kept): random weights of the
-  course checkpoint's size and vocabulary ("scratch"), the course checkpoint, MiniLM, each over
-  --seeds seeds (mean and spread);
-- accuracy against the number of labelled training examples (--sizes, and all) for the three;
+- frozen features + logistic regression: the course checkpoints and MiniLM, [CLS] and mean pooling;
+- full fine-tuning (`minibert.recipes.finetune`, the best dev evaluation kept) from: random weights
+  of the course checkpoint's size and vocabulary ("scratch"), the course checkpoint (Wikipedia),
+  the course checkpoint continued on the training movies' review text ("course-reviews"), MiniLM,
+  and any --candidate NAME=FOLDER (the self-pretrained model of pretraining_candidates.py);
+- each of them at --sizes labelled examples and all of them, over --seeds seeds (mean and spread).
+  The course's small models get a learning-rate sweep (SWEEP) at every size: seed 0 at each rate,
+  the rate with the best *dev* accuracy chosen, the other seeds run at it; test never chooses.
+  MiniLM runs at its default, 5e-5 (a sweep would take an hour of its runs);
 - in the course checkpoint's own domain: restoring capitalisation of the held-out Wikipedia
   articles (a token task), course checkpoint against scratch, beside the two rules.
 
 Every run keeps the best dev evaluation (at most 3 on a subset, one per epoch on all the data);
 subsets train in batches of 16 for at least 100 steps; batches group texts of similar length.
-27 minutes on a 2-core CPU, 17 of them MiniLM's.
+About 45 minutes on a 2-core CPU, 17 of them MiniLM's (`--models` runs some models' rows).
+Runs on all the data keep their test predictions (a string of 0/1, one per test snippet in
+corpora.rotten_tomatoes("test") order), for analyses by group of snippet.
 Writes benchmarks/results/finetuning.json and finetuning.png (the labelled-examples curve).
 """
 
@@ -34,19 +40,22 @@ from pathlib import Path
 
 import torch
 
-from minibert import assets, corpora, finetuning, tasks
+from minibert import assets, corpora, finetuning, recipes, tasks
 from minibert.model import BertModel
 from minibert.recipes import finetune
 from minibert.tokenization import BertTokenizer
 
 RESULTS = Path(__file__).resolve().parent / "results"
-MODELS = {"scratch": ("course", True), "course": ("course", False), "minilm": ("minilm", False)}
-LR = {"scratch": 1e-3, "course": 1e-3, "minilm": 5e-5}  # small models take a larger step
-EPOCHS = {
-    "scratch": 3,
-    "course": 3,
-    "minilm": 1,
-}  # on all the data; a MiniLM epoch takes ~3 minutes here
+MODELS = {  # name -> (model, from random weights)
+    "scratch": ("course", True),
+    "course": ("course", False),
+    "course-reviews": ("course-reviews", False),
+    "minilm": ("minilm", False),
+}
+SWEEP = (1e-4, 3e-4, 1e-3, 3e-3)  # the small models' learning rates, chosen on dev
+MINILM_LR = 5e-5  # MiniLM's default (recipes.default_lr), not swept
+CAPITALISATION_LR = 1e-3  # both small models there (finetune's default for them)
+EPOCHS = {"minilm": 1}  # on all the data (a MiniLM epoch takes ~6 minutes here); others 3
 STEPS_AT_LEAST = 100  # a small subset still gets this many steps (more epochs)
 SUBSET_BATCH = 16  # a subset's batches: more steps for the same time (64 steps of 32 left
 # MiniLM at 1,024 examples below its 256-example score: too few updates at lr 5e-5)
@@ -73,8 +82,8 @@ def baselines(train, dev, test) -> dict:
     rows["bag of words (unigrams + bigrams), logistic regression"] = accuracy(
         finetuning.predict(fits[l2], x_test), test
     )
-    for name in ("course", "minilm"):
-        folder = assets.course_checkpoint() if name == "course" else assets.path("minilm")
+    for name in ("course", "course-reviews", "minilm"):
+        folder = recipes.model_folder(name)
         model, tok = BertModel.from_pretrained(folder), BertTokenizer.from_pretrained(folder)
         by_pooling = [
             finetuning.sentence_features(model, tok, [r.text for r in s], ("cls", "mean"))
@@ -92,19 +101,19 @@ def baselines(train, dev, test) -> dict:
     return rows
 
 
-def fine_tune(name: str, seed: int, examples: int | None, work: Path) -> dict:
-    """One fine-tuning run; its best-dev test measures and time."""
+def fine_tune(name: str, seed: int, examples: int | None, lr: float, work: Path) -> dict:
+    """One fine-tuning run; its best-dev dev and test measures and time."""
     model, scratch = MODELS[name]
     n = examples or 10_233
     batch = SUBSET_BATCH if examples else 32
-    epochs = max(EPOCHS[name], math.ceil(STEPS_AT_LEAST * batch / n))
+    epochs = max(EPOCHS.get(name, 3), math.ceil(STEPS_AT_LEAST * batch / n))
     result = finetune(
-        work / f"{name}-{seed}-{examples}",
+        work / f"{name}-{seed}-{examples}-{lr}",
         model=model,
         scratch=scratch,
         epochs=epochs,
         batch_size=batch,
-        lr=LR[name],
+        lr=lr,
         train_examples=examples,
         seed=seed,
         progress=False,
@@ -114,13 +123,14 @@ def fine_tune(name: str, seed: int, examples: int | None, work: Path) -> dict:
     return {
         "seed": seed,
         "examples": n,
+        "lr": lr,
         "epochs": epochs,
         "batch_size": batch,
         "test_accuracy": result.test["accuracy"],
         "test_f1": result.test["f1"],
         "dev_accuracy": result.dev["accuracy"],
         "seconds": round(result.seconds, 1),
-    }
+    } | ({} if examples else {"test_predictions": "".join(map(str, result.test["predictions"]))})
 
 
 def capitalisation(work: Path, seeds: int) -> dict:
@@ -138,7 +148,7 @@ def capitalisation(work: Path, seeds: int) -> dict:
                     task="capitalisation",
                     scratch=name == "scratch",
                     max_steps=steps,
-                    lr=LR[name],
+                    lr=CAPITALISATION_LR,
                     max_length=64,
                     train_examples=examples,
                     seed=seed,
@@ -170,6 +180,17 @@ def capitalisation(work: Path, seeds: int) -> dict:
     return rows
 
 
+def starting_point(name: str, examples: int | None, seeds: int, work: Path) -> dict:
+    """One model at one training-set size: the lr chosen on dev (small models), then every seed."""
+    if name == "minilm":
+        runs = [fine_tune(name, seed, examples, MINILM_LR, work) for seed in range(seeds)]
+        return {**summary(runs), "lr": MINILM_LR}
+    sweep = [fine_tune(name, 0, examples, lr, work) for lr in SWEEP]
+    chosen = max(sweep, key=lambda run: run["dev_accuracy"])  # the first best on a tie
+    runs = [chosen] + [fine_tune(name, s, examples, chosen["lr"], work) for s in range(1, seeds)]
+    return {**summary(runs), "lr": chosen["lr"], "sweep": sweep}
+
+
 def summary(runs: list[dict]) -> dict:
     values = [r["test_accuracy"] for r in runs]
     return {
@@ -186,8 +207,19 @@ def main() -> None:
     parser.add_argument(
         "--only", choices=("baselines", "finetuning", "capitalisation"), default=None
     )
-    parser.add_argument("--models", nargs="*", choices=list(MODELS), default=list(MODELS))
+    parser.add_argument(
+        "--candidate", action="append", default=[], help="NAME=FOLDER: another starting point"
+    )
+    parser.add_argument("--models", nargs="*", default=None, help="models to fine-tune (all)")
     args = parser.parse_args()
+    for spec in args.candidate:
+        name, _, folder = spec.partition("=")
+        MODELS[name] = (folder, False)
+    args.models = args.models or list(MODELS)
+    if unknown := set(args.models) - set(MODELS):
+        parser.error(
+            f"unknown model(s) {sorted(unknown)}: choose from {list(MODELS)} or add --candidate"
+        )
 
     started = time.perf_counter()
     train, dev, test = (corpora.rotten_tomatoes(s) for s in ("train", "dev", "test"))
@@ -196,7 +228,7 @@ def main() -> None:
     results.update(
         what="Rotten Tomatoes test accuracy (1,272 snippets of movies in neither train nor dev)",
         machine=f"{platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}",
-        learning_rates=LR,
+        learning_rates={"sweep (small models, chosen on dev)": SWEEP, "minilm": MINILM_LR},
     )
     if args.only in (None, "baselines"):
         results["baselines"] = baselines(train, dev, test)
@@ -211,24 +243,22 @@ def main() -> None:
         out_file.write_text(json.dumps(results, indent=1) + "\n")
     if args.only in (None, "finetuning"):
         with tempfile.TemporaryDirectory() as tmp:
-            work = Path(tmp)
-            full = results.setdefault("fine_tuned", {})
             curve = results.setdefault("labelled_examples_curve", {})
             for name in args.models:
                 begun = time.perf_counter()
-                runs = [fine_tune(name, seed, None, work) for seed in range(args.seeds)]
-                full[name] = summary(runs)
-                print(
-                    f"{full[name]['mean']:.1%} +- {full[name]['std']:.1%}  fine-tuned {name}",
-                    flush=True,
-                )
-                out_file.write_text(json.dumps(results, indent=1) + "\n")
-                curve[name] = {
-                    str(n): summary([fine_tune(name, s, n, work) for s in range(args.seeds)])
-                    for n in args.sizes
-                }
-                curve[name][str(len(train))] = full[name]
+                curve[name] = {}
+                for examples in [*args.sizes, None]:
+                    row = curve[name][str(examples or len(train))] = starting_point(
+                        name, examples, args.seeds, Path(tmp)
+                    )
+                    print(
+                        f"{row['mean']:.1%} +- {row['std']:.1%} (lr {row['lr']:g})  {name}, "
+                        f"{examples or 'all'} examples",
+                        flush=True,
+                    )
+                    out_file.write_text(json.dumps(results, indent=1) + "\n")
                 results.setdefault("model_seconds", {})[name] = round(time.perf_counter() - begun)
+                results.setdefault("fine_tuned", {})[name] = curve[name][str(len(train))]
                 out_file.write_text(json.dumps(results, indent=1) + "\n")  # after each model
         plot(results, RESULTS / "finetuning.png")
     results["seconds"] = round(time.perf_counter() - started)

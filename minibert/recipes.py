@@ -613,20 +613,25 @@ def _measure(net, data, collate, unit: str) -> dict[str, Any]:
     """Accuracy, F1 of label 1 and the confusion matrix of a model on a dataset."""
     net.eval()
     device = next(net.parameters()).device
-    labels, predictions = [], []
-    data = by_length(data)
-    for start in range(0, len(data), 64):
-        batch = collate([data[i] for i in range(start, min(start + 64, len(data)))])
-        batch = {k: v.to(device) for k, v in batch.items()}
+    labels, predictions, per_example = [], [], {}
+    order = sorted(range(len(data)), key=lambda i: -len(data[i]["input_ids"]))  # less padding
+    for start in range(0, len(order), 64):
+        rows = order[start : start + 64]
+        batch = {k: v.to(device) for k, v in collate([data[i] for i in rows]).items()}
         guess = net(**{k: v for k, v in batch.items() if k != "labels"}).logits.argmax(-1)
         keep = batch["labels"] != IGNORE_INDEX
         labels += batch["labels"][keep].tolist()
         predictions += guess[keep].tolist()
-    return {
+        if guess.dim() == 1:  # a label per text: remember each text's, in the data's order
+            per_example.update(zip(rows, guess.tolist()))
+    measured = {
         **finetuning.scores(labels, predictions, net.config.num_labels),
         "examples": len(labels),
         "unit": unit,
     }
+    if per_example:
+        measured["predictions"] = [per_example[i] for i in range(len(data))]
+    return measured
 
 
 def by_length(data: Sequence) -> list:

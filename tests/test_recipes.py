@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from minibert import assets, corpora, recipes
-from minibert.model import BertForPreTraining
+from minibert.model import BertForPreTraining, BertForSequenceClassification
+from minibert.tokenization import BertTokenizer
 
 
 def test_the_review_corpus_is_training_movies_split_by_title():
@@ -67,11 +68,27 @@ def test_finetune_takes_a_measured_learning_rate_per_model_size(tmp_path):
     )  # fmt: skip
     saved = json.loads((result.folder / "results.json").read_text())
     assert saved["options"]["lr"] == recipes.SMALL_MODEL_LR  # what `minibert finetune` reproduces
+    # each test snippet's prediction, in the split's order (not the length order it was run in)
+    labels = [r.label for r in corpora.rotten_tomatoes("test")]
+    predictions = result.test["predictions"]
+    assert len(predictions) == len(labels) == result.test["examples"]
+    hits = sum(p == y for p, y in zip(predictions, labels))
+    assert hits / len(labels) == pytest.approx(result.test["accuracy"])
+    model = BertForSequenceClassification.from_pretrained(result.folder).eval()
+    tok = BertTokenizer.from_pretrained(result.folder)
+    with torch.no_grad():
+        first = model(**tok.encode_batch([corpora.rotten_tomatoes("test")[0].text])).logits
+    assert int(first.argmax(-1)) == predictions[0]
 
 
 def test_course_checkpoints_have_names():
     assert recipes.model_folder("course") == assets.course_checkpoint()
+    reviews = recipes.model_folder("course-reviews")
+    assert reviews == assets.course_checkpoint("course-reviews")
+    assert (reviews / "vocab.txt").read_text() == (
+        assets.course_checkpoint() / "vocab.txt"
+    ).read_text()
     with pytest.raises(ValueError, match="course checkpoint must be one of"):
         assets.course_checkpoint("course-wikipedia")
-    with pytest.raises(FileNotFoundError, match="not 'course', 'minilm' or a folder"):
+    with pytest.raises(FileNotFoundError, match="not 'course', 'course-reviews', 'minilm' or a folder"):
         recipes.model_folder("no-such-model")
