@@ -14,6 +14,8 @@ the original text. The labels come from the text itself, so they are real and fr
 from __future__ import annotations
 
 import math
+import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -289,6 +291,37 @@ def ngrams(text: str, n: int = 2) -> list[str]:
     for k in range(2, n + 1):
         grams += ["_".join(words[i : i + k]) for i in range(len(words) - k + 1)]
     return grams
+
+
+WORD = re.compile(r"[a-z]+")  # a word, for counting: letters only, after lower-casing
+
+
+def opinion_scores(
+    texts: Sequence[str], labels: Sequence[int], min_count: int = 5
+) -> dict[str, float]:
+    """Each word's log-count ratio, log P(word | label 1) - log P(word | label 0).
+
+    A word counts once per text it is in; add-one smoothing over the vocabulary of all the texts;
+    only words in at least min_count texts are scored (positive: fresh, negative: rotten).
+    """
+    if len(texts) != len(labels):
+        raise ValueError(f"{len(texts)} texts but {len(labels)} labels")
+    in_texts: tuple[Counter, Counter] = (Counter(), Counter())
+    for text, label in zip(texts, labels):
+        in_texts[label].update(set(WORD.findall(text.lower())))
+    vocab = in_texts[0].keys() | in_texts[1].keys()
+    totals = [sum(c.values()) + len(vocab) for c in in_texts]  # smoothed: sums to one
+    return {
+        w: math.log((in_texts[1][w] + 1) / totals[1]) - math.log((in_texts[0][w] + 1) / totals[0])
+        for w in sorted(vocab)
+        if in_texts[0][w] + in_texts[1][w] >= min_count
+    }
+
+
+def strongest_word(text: str, scores: dict[str, float]) -> str | None:
+    """The scored word of text with the largest |score| (ties: alphabetical), or None."""
+    found = sorted(w for w in set(WORD.findall(text.lower())) if w in scores)
+    return max(found, key=lambda w: abs(scores[w]), default=None)
 
 
 class BagOfWords:

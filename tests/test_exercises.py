@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -722,3 +723,57 @@ def _mask_accuracy_everywhere(logits, labels, input_ids, mask_id):
 def test_check_mask_accuracy(fn, passes, hint, capsys):
     assert exercises.check_mask_accuracy(fn) is passes
     assert hint in capsys.readouterr().out
+
+
+# --- lesson 7 ------------------------------------------------------------------------------------
+
+
+def opinion_scores_with(once=True, smooth=1, plus_vocab=True, sign=1, min_texts=True):
+    def fn(texts, labels, min_count):
+        counts = ({}, {})
+        for text, label in zip(texts, labels):
+            words = re.findall(r"[a-z]+", text.lower())
+            for w in set(words) if once else words:
+                counts[label][w] = counts[label].get(w, 0) + 1
+        vocab = set(counts[0]) | set(counts[1])
+        totals = [sum(c.values()) + (len(vocab) if plus_vocab else 0) for c in counts]
+        out = {}
+        for w in vocab:
+            f, r = counts[1].get(w, 0), counts[0].get(w, 0)
+            if (f + r if min_texts else 99) >= min_count:
+                out[w] = sign * (
+                    math.log((f + smooth) / totals[1]) - math.log((r + smooth) / totals[0])
+                )
+        return out
+
+    return fn
+
+
+@pytest.mark.parametrize(
+    "fn, passes, hint",
+    [
+        (opinion_scores_with(), True, "PASS"),
+        (opinion_scores_with(once=False), False, "once per text"),
+        (opinion_scores_with(smooth=0), False, "add one"),
+        (opinion_scores_with(plus_vocab=False), False, "plus the vocabulary size"),
+        (opinion_scores_with(sign=-1), False, "signs are reversed"),
+        (opinion_scores_with(min_texts=False), False, "at least min_count"),
+        (lambda texts, labels, m: [], False, "return a dict"),
+    ],
+)
+def test_check_opinion_scores(fn, passes, hint, capsys):
+    assert exercises.check_opinion_scores(fn) is passes
+    assert hint in capsys.readouterr().out
+
+
+def test_opinion_scores_and_strongest_word():
+    from minibert.finetuning import opinion_scores, strongest_word
+
+    texts = ["a dull dull film", "dull plot", "a great film", "great fun", "a film"]
+    scores = opinion_scores(texts, [0, 0, 1, 1, 1], min_count=2)
+    assert set(scores) == {"a", "dull", "film", "great"}
+    assert scores["great"] > 0 > scores["dull"]
+    assert strongest_word("A DULL but great film", scores) in ("dull", "great")
+    assert strongest_word("nothing known here", scores) is None
+    with pytest.raises(ValueError, match="2 texts but 1 labels"):
+        opinion_scores(["a", "b"], [1])
