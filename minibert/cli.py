@@ -404,7 +404,9 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--model",
         default="course",
-        help="'course' (the course checkpoint), 'minilm' (the pretrained MiniLM) or a model folder",
+        help="'course' (the course checkpoint, Wikipedia), 'course-reviews' (the course checkpoint "
+        "continued on the training movies' review text), 'minilm' (the pretrained MiniLM) or a "
+        "model folder",
     )
     add(
         "--scratch",

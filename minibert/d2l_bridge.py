@@ -109,7 +109,7 @@ def encoder_to_d2l(model: nn.Module, d2l: types.ModuleType | None = None) -> nn.
     """A d2l ``BERTEncoder`` (eval mode) with a minibert ``BertModel``'s embeddings and layers.
 
     d2l's encoder has no LayerNorm after the embedding sum, so the minibert model's
-    ``embeddings.layer_norm`` has no place in it: compare with it switched off (see notebook 07).
+    ``embeddings.layer_norm`` has no place in it: compare with it switched off (see notebook 08).
     """
     d2l = d2l or load_d2l()
     config = model.config

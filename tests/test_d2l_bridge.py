@@ -17,7 +17,7 @@ from minibert import d2l_bridge
 from minibert.config import BertConfig
 from minibert.model import BertModel
 
-pytest.importorskip("d2l", reason='notebook 07\'s extra: pip install --no-deps "d2l==1.0.3"')
+pytest.importorskip("d2l", reason='notebook 08\'s extra: pip install --no-deps "d2l==1.0.3"')
 
 
 @pytest.fixture(scope="module")
