@@ -62,11 +62,17 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson(
         "06_fine_tuning.ipynb",
         "Fine-tuning",
-        "what is pretrained, what is new, why a small learning rate; the classification head and one AdamW step by hand; baselines first (majority, bag of words); MiniLM fine-tuned live; what pretraining buys: scratch vs the course checkpoint vs MiniLM, against labelled examples; the confusion matrix, negation and mixed reviews, which words matter (attention vs gradient x input vs occlusion); a label per token (restoring capitalisation); a summary of the course",
-        2.5,
+        "what is pretrained, what is new, why a small learning rate; the classification head and one AdamW step by hand; baselines first (majority, bag of words); MiniLM fine-tuned live; the confusion matrix, negation and mixed reviews, which words matter (attention vs gradient x input vs occlusion); a learning rate that is too high",
+        1.5,
     ),
     Lesson(
-        "07_d2l_side_by_side.ipynb",
+        "07_what_pretraining_buys.ipynb",
+        "What pretraining buys",
+        "the course checkpoint against random weights where it was pretrained (restoring capitalisation, live and as a labelled-examples curve) and on reviews, where it buys nothing; why, measured (opinion words rare in its Wikipedia text); continued pretraining on the review text live, fill-mask before and after; the committed table and curves (scratch, course, course-reviews, self-pretrained, MiniLM), each at its learning rate chosen on dev; the explanation tested on test snippets grouped by their decisive word; MiniLM as its model card describes it; a summary of the course",
+        2.0,
+    ),
+    Lesson(
+        "08_d2l_side_by_side.ipynb",
         "Appendix: d2l side by side",
         "the d2l book's BERT chapter, its own code, run beside minibert on our articles: its pairs (NSP labels flipped, negatives from the same article), its masking and padding; its model on MiniLM's weights, equal to minibert once ReLU becomes GELU and the embeddings get their LayerNorm; its MLM loss counting padding (d2l issue 2582), live, and the fix; d2l's show_heatmaps and Animator on minibert",
         0.5,

@@ -986,7 +986,7 @@ def bert_pipeline_diagram() -> Figure:
         (0.02, "MLM head: guess the\nmasked tokens (lesson 4)", pre),
         (0.27, "NSP head on [CLS]: is B\nthe next segment? (lesson 5)", pre),
         (0.56, "classifier on [CLS]:\nfresh or rotten? (lesson 6)", fine),
-        (0.79, "a label per token:\ncapitalised? (lesson 6)", fine),
+        (0.79, "a label per token:\ncapitalised? (lesson 7)", fine),
     )
     for x, text, colour in heads:
         _box(ax, x, 0.76, 0.19, 0.11, text, colour, size=8.5)
