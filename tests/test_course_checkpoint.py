@@ -70,10 +70,12 @@ def test_card_beats_its_baselines_at_the_same_positions():
         assert pairs["model"] > pairs["majority"]
 
 
-def test_transformers_loads_it_without_missing_keys():
-    model, info = transformers.BertForPreTraining.from_pretrained(FOLDER, output_loading_info=True)
+@pytest.mark.parametrize("name", sorted(assets.COURSE_CHECKPOINTS))
+def test_transformers_loads_it_without_missing_keys(name):
+    folder = assets.course_checkpoint(name)  # every committed checkpoint is a standard BERT
+    model, info = transformers.BertForPreTraining.from_pretrained(folder, output_loading_info=True)
     assert not info["missing_keys"] and not info["unexpected_keys"]
-    ours = BertForPreTraining.from_pretrained(FOLDER).eval()
+    ours = BertForPreTraining.from_pretrained(folder).eval()
     ids = torch.tensor([[2, 100, 200, 4, 300, 3]])
     with torch.no_grad():
         theirs = model.eval()(ids).prediction_logits

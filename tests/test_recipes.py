@@ -90,5 +90,7 @@ def test_course_checkpoints_have_names():
     ).read_text()
     with pytest.raises(ValueError, match="course checkpoint must be one of"):
         assets.course_checkpoint("course-wikipedia")
-    with pytest.raises(FileNotFoundError, match="not 'course', 'course-reviews', 'minilm' or a folder"):
+    with pytest.raises(
+        FileNotFoundError, match="not 'course', 'course-reviews', 'minilm' or a folder"
+    ):
         recipes.model_folder("no-such-model")
