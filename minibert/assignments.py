@@ -22,10 +22,15 @@ import io
 import itertools
 import json
 import math
+import os
+import shlex
 import shutil
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,10 +38,14 @@ from types import ModuleType
 from typing import Any
 
 from minibert import exercises
+from minibert.utils import atomic_write
 
 FILES = Path(__file__).parent / "assignment_files"
 MARKER = ".minibert-assignment.json"  # written by `new`: which assignment a folder holds
 PART_SECONDS = 300  # a part that runs longer (an endless loop) scores 0
+MEMORY_MB = 4096  # a submission's grading process may use this much memory (POSIX)
+STARTUP_SECONDS = 120  # the grading process's own start (Python, torch, minibert), before the file
+KEPT_OUTPUT = 10_000  # characters of a submission's printing kept while grading (the rest dropped)
 
 
 @dataclass(frozen=True)
@@ -584,6 +593,17 @@ def new(name: str, folder: str | Path, overwrite: bool = False) -> Path:
     """Copy assignment name's skeleton and README into folder (created); return the folder."""
     assignment = get(name)
     folder = Path(folder)
+    others = [
+        a.file for a in ASSIGNMENTS.values() if a.name != name and (folder / a.file).is_file()
+    ]
+    with contextlib.suppress(ValueError):
+        held = which(folder) if (folder / MARKER).is_file() else None
+        others += [f"the marker of {held!r}"] if held not in (None, name) else []
+    if others:
+        raise FileExistsError(
+            f"{folder} already holds another assignment's work ({', '.join(others)}); "
+            "choose another folder"
+        )
     source = FILES / name
     targets = [folder / f.name for f in sorted(source.iterdir()) if f.is_file()]
     existing = [t for t in targets if t.exists()]
@@ -607,7 +627,12 @@ def which(folder: str | Path) -> str:
     folder = Path(folder)
     marker = folder / MARKER
     if marker.is_file():
-        return json.loads(marker.read_text(encoding="utf-8"))["assignment"]
+        try:
+            return str(json.loads(marker.read_text(encoding="utf-8"))["assignment"])
+        except (ValueError, KeyError, TypeError) as exc:  # bad JSON, bad UTF-8, no such key
+            raise ValueError(
+                f"{marker} is damaged ({type(exc).__name__}: {exc}); pass --name, or delete it"
+            ) from None
     found = [a.name for a in ASSIGNMENTS.values() if (folder / a.file).is_file()]
     if len(found) == 1:
         return found[0]
@@ -656,12 +681,45 @@ def _time_limit(seconds: int):
         signal.signal(signal.SIGALRM, previous)
 
 
-def grade(folder: str | Path, name: str | None = None, seconds: int = PART_SECONDS) -> Grade:
-    """Grade the submission in folder: every part of its assignment, with points and a verdict."""
+class _Capped(io.TextIOBase):
+    """A text sink that keeps the first KEPT_OUTPUT characters written to it and drops the rest."""
+
+    def __init__(self, limit: int = KEPT_OUTPUT):
+        self.kept, self.limit = [], limit
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        room = self.limit - sum(map(len, self.kept))
+        if room > 0:
+            self.kept.append(text[:room])
+        return len(text)
+
+
+def _stopped(exc: BaseException) -> str:
+    """A submission's way of ending the grader, in words (sys.exit, an interrupt, ...)."""
+    if isinstance(exc, SystemExit):
+        return f"stopped: it called sys.exit({exc.code!r})"
+    return f"stopped: it raised {type(exc).__name__}"
+
+
+def grade(
+    folder: str | Path,
+    name: str | None = None,
+    seconds: int = PART_SECONDS,
+    progress: Callable[[dict], None] | None = None,
+) -> Grade:
+    """Grade the submission in folder, in this process: every part, with points and a verdict.
+
+    progress, if given, hears each step ({"phase": ...} before it, {"part": ...} after a part):
+    grade_isolated runs this in a child process and follows it.
+    """
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"no folder {folder}")
     assignment = get(name or which(folder))
+    note = progress or (lambda event: None)
     result = Grade(assignment.name, folder)
     path = folder / assignment.file
     module = None
@@ -670,18 +728,22 @@ def grade(folder: str | Path, name: str | None = None, seconds: int = PART_SECON
             f"{path} is missing; `minibert assignment new {assignment.name} DIR` writes it"
         )
     else:
+        note({"phase": "import"})
         try:
-            with contextlib.redirect_stdout(io.StringIO()):
+            with contextlib.redirect_stdout(_Capped()), contextlib.redirect_stderr(_Capped()):
                 module = load_submission(path)
         except Exception as exc:  # a student's file can fail in any way; say how, score 0
             where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) else ""
             result.error = f"{assignment.file} does not import: {type(exc).__name__}{where}: {exc}"
-    for part in assignment.parts:
+        except (SystemExit, KeyboardInterrupt) as exc:
+            result.error = f"{assignment.file} does not import: {_stopped(exc)}"
+    for index, part in enumerate(assignment.parts):
         if module is None:
             result.parts.append(PartResult(part.title, 0, part.points, result.error or ""))
             continue
+        note({"phase": "part", "index": index})
         try:
-            quiet = io.StringIO()  # the student's prints and progress bars stay out of the report
+            quiet = _Capped()  # the student's prints and progress bars stay out of the report
             with (
                 _time_limit(seconds),
                 contextlib.redirect_stdout(quiet),
@@ -690,12 +752,122 @@ def grade(folder: str | Path, name: str | None = None, seconds: int = PART_SECON
                 passed, message = part.check(module)
         except _PartTimeout:
             passed, message = False, f"stopped after {seconds} s: is there an endless loop?"
+        except MemoryError:
+            passed, message = False, "it used more memory than the grader allows (MemoryError)"
         except Exception as exc:  # the student's code raised inside the grader's own steps
             passed, message = False, f"it raised {type(exc).__name__}: {exc}"
+        except (SystemExit, KeyboardInterrupt) as exc:
+            passed, message = False, _stopped(exc)
         result.parts.append(
             PartResult(part.title, part.points if passed else 0, part.points, message)
         )
+        note({"part": vars(result.parts[-1])})
     return result
+
+
+def grade_isolated(
+    folder: str | Path,
+    name: str | None = None,
+    seconds: int = PART_SECONDS,
+    memory_mb: int = MEMORY_MB,
+) -> Grade:
+    """Grade a submission in a process of its own, with a time limit per step and a memory limit.
+
+    Nothing a submission does reaches the next one (exit, os._exit, patched modules, a changed
+    default dtype); an exit, a crash, a hang (importing the file included) or too much memory ends
+    only that submission's grading, and the parts not reached score 0 with the reason. A process
+    is not a sandbox: the file still runs as the teacher's user.
+    """
+    if seconds <= 0 or memory_mb <= 0:
+        raise ValueError(f"seconds and memory_mb must be positive, got {seconds} and {memory_mb}")
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no folder {folder}")
+    assignment = get(name or which(folder))
+    with tempfile.TemporaryDirectory() as tmp:
+        events = Path(tmp) / "events.jsonl"
+        command = [sys.executable, "-m", "minibert.assignments", "--worker", str(folder.resolve()),
+                   assignment.name, str(seconds), str(events), str(memory_mb)]  # fmt: skip
+        child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        stop = _follow(child, events, seconds)
+        lines = _events(events)
+    return _grade_from_events(assignment, folder, lines, stop)
+
+
+def _events(path: Path) -> list[dict]:
+    """The complete lines a grading process has written so far, each a JSON event."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    return [json.loads(line) for line in text.split("\n")[:-1]]  # the last may be half-written
+
+
+def _follow(child: subprocess.Popen, events: Path, seconds: int) -> str | None:
+    """Wait for a grading process; kill it when a step overruns. Why it stopped early, or None."""
+    step, started, seen = {"phase": "start"}, time.monotonic(), 0
+    while child.poll() is None:
+        time.sleep(0.05)
+        new = _events(events)
+        for event in new[seen:]:
+            if "phase" in event or "done" in event:
+                step, started = event, time.monotonic()
+        seen = len(new)
+        limit = STARTUP_SECONDS if step.get("phase") == "start" else seconds + 5
+        if time.monotonic() - started > (5 if "done" in step else limit):
+            if hasattr(os, "killpg"):  # the whole process group: threads and children too
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL)
+            else:
+                child.kill()
+            child.wait()
+            if "done" in step:
+                return None  # graded; it only would not exit (a thread, an atexit hook)
+            return f"stopped after {seconds} s: is there an endless loop?"
+    if child.returncode < 0:
+        return (
+            f"stopped: the grading process was killed by {signal.Signals(-child.returncode).name}"
+        )
+    if child.returncode:
+        return f"stopped: the grading process exited with code {child.returncode}"
+    return None
+
+
+def _grade_from_events(
+    assignment: Assignment, folder: Path, lines: list[str], stop: str | None
+) -> Grade:
+    """A Grade from what the grading process reported; the parts it never reached score 0."""
+    result = Grade(assignment.name, folder)
+    done = False
+    for event in lines:
+        if "part" in event:
+            result.parts.append(PartResult(**event["part"]))
+        elif "error" in event:
+            result.error = event["error"]
+        done = done or "done" in event
+    if not done:
+        result.error = result.error or stop or "stopped: the submission ended the grading process"
+    for part in assignment.parts[len(result.parts) :]:
+        result.parts.append(PartResult(part.title, 0, part.points, result.error or ""))
+    return result
+
+
+def _worker(folder: str, name: str, seconds: str, events: str, memory_mb: str) -> None:
+    """The grading process of grade_isolated: grade one folder, reporting each step to events."""
+    with contextlib.suppress(ImportError, ValueError, OSError):
+        import resource
+
+        limit = int(memory_mb) * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    sys.path.insert(0, folder)  # the submission may import its own helpers
+    with open(events, "a", encoding="utf-8") as out:
+
+        def note(event: dict) -> None:
+            out.write(json.dumps(event) + "\n")
+            out.flush()
+
+        result = grade(folder, name, int(seconds), progress=note)
+        if result.error:
+            note({"error": result.error})
+        note({"done": True})
 
 
 def report(result: Grade, stream: Any = None) -> None:
@@ -719,23 +891,16 @@ def report(result: Grade, stream: Any = None) -> None:
 
 
 def write_csv(results: Sequence[Grade], path: str | Path) -> None:
-    """One row per graded folder: folder, assignment, points per part, total, max, error."""
+    """One row per folder: folder, assignment, points per part, total, max, error (atomically)."""
     titles = list(dict.fromkeys(p.title for r in results for p in r.parts))
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(["folder", "assignment", *titles, "total", "max", "error"])
-        for r in results:
-            points = {p.title: p.points for p in r.parts}
-            writer.writerow(
-                [
-                    str(r.folder),
-                    r.assignment,
-                    *(points.get(t, "") for t in titles),
-                    r.points,
-                    r.max_points,
-                    r.error or "",
-                ]
-            )
+    table = io.StringIO()
+    writer = csv.writer(table)
+    writer.writerow(["folder", "assignment", *titles, "total", "max", "error"])
+    for r in results:
+        points = {p.title: p.points for p in r.parts}
+        writer.writerow([str(r.folder), r.assignment, *(points.get(t, "") for t in titles),
+                         r.points, r.max_points, r.error or ""])  # fmt: skip
+    atomic_write(path, table.getvalue())  # a failed write leaves the old file whole
 
 
 # --- the command -------------------------------------------------------------------------------
@@ -756,8 +921,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--name", default=None, help="the assignment, when a folder has no marker")
     check.add_argument("--csv", default=None, help="also write one row per folder to this CSV")
     check.add_argument(
-        "--seconds", type=int, default=PART_SECONDS, help="time limit per part (POSIX)"
-    )
+        "--seconds", type=_positive, default=PART_SECONDS,
+        help=f"time limit for importing the file and for each part (default {PART_SECONDS})",
+    )  # fmt: skip
+    check.add_argument(
+        "--memory-mb", type=_positive, default=MEMORY_MB,
+        help=f"memory limit of each submission's grading process, POSIX (default {MEMORY_MB})",
+    )  # fmt: skip
+
+
+def _positive(text: str) -> int:
+    """An argparse type: a whole number above 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -775,18 +956,27 @@ def run(args: argparse.Namespace) -> int:
             print(f"minibert assignment new: error: {exc}", file=sys.stderr)
             return 2
         print(f"wrote {get(args.name).file} and README.md to {folder}; grade it with")
-        print(f"  minibert assignment grade {folder}")
+        print(f"  minibert assignment grade {shlex.quote(str(folder))}")
         return 0
+    if args.csv:  # find out now, not after grading a whole class, that the CSV cannot be written
+        where = Path(args.csv).resolve().parent
+        if not where.is_dir() or not os.access(where, os.W_OK):
+            print(f"minibert assignment grade: error: cannot write {args.csv}: {where} is not "
+                  "a writable folder", file=sys.stderr)  # fmt: skip
+            return 2
     results = []
     for folder in args.folders:
         try:
-            result = grade(folder, args.name, args.seconds)
-        except (ValueError, FileNotFoundError) as exc:
-            print(f"minibert assignment grade: error: {exc}", file=sys.stderr)
-            return 2
+            result = grade_isolated(folder, args.name, args.seconds, args.memory_mb)
+        except (ValueError, OSError) as exc:  # not a folder, no assignment in it: a row says why
+            result = Grade("?", Path(folder), error=str(exc))
         report(result)
         results.append(result)
     if args.csv:
         write_csv(results, args.csv)
         print(f"wrote {len(results)} rows to {args.csv}")
     return 0 if all(r.passed for r in results) else 1
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--worker"]:  # grade_isolated's child process
+    _worker(*sys.argv[2:])

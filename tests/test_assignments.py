@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -331,3 +332,106 @@ def test_reference_solution_is_the_skeleton_with_its_bodies_filled_in(name):
     remaining = iter(solution)
     for line in kept:  # every kept skeleton line appears in the solution, in order
         assert any(line == candidate for candidate in remaining), f"{file}: {line!r}"
+
+
+# --- a whole class, each submission graded in a process of its own (#28) -------------------------
+
+ATTENTION = (SOLUTIONS / "attention" / "attention.py").read_text(encoding="utf-8")
+
+
+def student(root: Path, who: str, top: str = "", text: str = ATTENTION) -> Path:
+    """A folder made by `new`, holding the reference solution with top prepended."""
+    folder = assignments.new("attention", root / who)
+    (folder / "attention.py").write_text(top + text, encoding="utf-8")
+    return folder
+
+
+def test_a_class_with_every_kind_of_fault_gets_a_row_each(tmp_path, capsys):
+    root = tmp_path / "class"
+    keep = "    keep = attention_mask[:, None, None, :].bool()"  # inside padding_mask (part 2)
+    folders = [
+        student(root, "a_exit0", "import sys\nsys.exit(0)\n"),
+        student(
+            root,
+            "b_os_exit",
+            text=ATTENTION.replace(keep, "    import os\n\n    os._exit(0)\n" + keep),
+        ),
+        student(root, "c_dtype", "import torch\ntorch.set_default_dtype(torch.float64)\n"),
+        student(root, "d_reference"),
+        student(
+            root,
+            "e_patch",
+            "import minibert.assignments as g\ng._run_checker = lambda *a: (True, 'ok')\ng.grade = None\n",
+        ),
+        assignments.new("attention", root / "f_skeleton"),
+        student(root, "g_loop_at_import", "while True:\n    pass\n"),
+        student(root, "h_interrupt", "raise KeyboardInterrupt\n"),
+        student(root, "i_helpers", "from helpers import SCALE\n"),
+        student(root, "j_huge_print", "print('x' * 50_000_000)\n"),
+    ]
+    (root / "i_helpers" / "helpers.py").write_text("SCALE = 1\n", encoding="utf-8")
+    damaged = student(root, "k_damaged_marker")
+    (damaged / assignments.MARKER).write_text("{not json", encoding="utf-8")
+    (root / "roster.txt").write_text("alice\n", encoding="utf-8")
+    table = tmp_path / "grades.csv"
+    table.write_text("old grades\n", encoding="utf-8")
+    everything = [*folders, damaged, root / "roster.txt"]
+    code = cli.main(
+        ["assignment", "grade", *map(str, everything), "--csv", str(table), "--seconds", "20"]
+    )
+    assert code == 1  # not every submission passes
+    rows = {Path(r["folder"]).name: r for r in csv.DictReader(table.open(encoding="utf-8"))}
+    assert len(rows) == len(everything)  # every folder, and the stray file, has its row
+    total = {who: rows[who]["total"] for who in rows}
+    assert total["a_exit0"] == "0" and "sys.exit(0)" in rows["a_exit0"]["error"]
+    assert total["b_os_exit"] != "10" and "stopped" in rows["b_os_exit"]["error"]
+    assert total["d_reference"] == "10"  # graded after c_dtype's float64 default, unharmed
+    assert total["e_patch"] == "10" and total["f_skeleton"] == "0"  # the patch did not carry over
+    assert (
+        total["g_loop_at_import"] == "0"
+        and "stopped after 20 s" in rows["g_loop_at_import"]["error"]
+    )
+    assert total["h_interrupt"] == "0" and "KeyboardInterrupt" in rows["h_interrupt"]["error"]
+    assert total["i_helpers"] == "10"  # its folder is on sys.path
+    assert total["j_huge_print"] == "10"
+    assert "damaged" in rows["k_damaged_marker"]["error"]
+    assert "no folder" in rows["roster.txt"]["error"]
+
+
+def test_time_limit_holds_against_a_bare_except(tmp_path):
+    keep = "    keep = attention_mask[:, None, None, :].bool()"
+    loop = "    while True:\n        try:\n            pass\n        except:  # noqa: E722\n            pass\n"
+    folder = student(tmp_path, "bare", text=ATTENTION.replace(keep, loop + keep))
+    result = assignments.grade_isolated(folder, seconds=2)
+    assert [p.points for p in result.parts][:2] == [3, 0]  # the first part still counts
+    assert "stopped after 2 s" in result.parts[1].message
+
+
+def test_seconds_must_be_positive_and_the_csv_folder_must_exist(tmp_path, capsys):
+    folder = assignments.new("attention", tmp_path / "hw")
+    for bad in ("0", "-1"):
+        with pytest.raises(SystemExit):
+            cli.main(["assignment", "grade", str(folder), "--seconds", bad])
+    assert "must be positive" in capsys.readouterr().err
+    assert (
+        cli.main(["assignment", "grade", str(folder), "--csv", str(tmp_path / "nodir" / "x.csv")])
+        == 2
+    )
+    assert "not a writable folder" in capsys.readouterr().err
+
+
+def test_new_refuses_a_folder_holding_another_assignment(tmp_path, capsys):
+    folder = assignments.new("attention", tmp_path / "hw")
+    with pytest.raises(FileExistsError, match="another assignment's work"):
+        assignments.new("masking", folder, overwrite=True)
+    assert assignments.which(folder) == "attention"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the memory limit is POSIX's RLIMIT_AS")
+def test_memory_limit_scores_the_part_zero_and_grading_goes_on(tmp_path):
+    keep = "    keep = attention_mask[:, None, None, :].bool()"
+    hog = "    _ = bytearray(3 * 2**30)  # 3 GB\n"
+    folder = student(tmp_path, "hog", text=ATTENTION.replace(keep, hog + keep))
+    result = assignments.grade_isolated(folder, seconds=60, memory_mb=2048)
+    assert [p.points for p in result.parts] == [3, 0, 2, 4]
+    assert "MemoryError" in result.parts[1].message  # the limit, not the machine, said no
