@@ -250,6 +250,7 @@ def load_pretrained(cls: type[Model], path: str | Path, **config_changes: Any) -
             "them; only fields such as dropout or the labels of a new classifier may change"
         )
     config = config.replace(**config_changes)
+    _check_vocab_size(folder, config.vocab_size)
     theirs, unknown = from_hf_names(read_weights(folder), config.num_layers)
     if unknown:
         raise ValueError(
@@ -284,6 +285,19 @@ def load_pretrained(cls: type[Model], path: str | Path, **config_changes: Any) -
     model.load_state_dict(kept, strict=False)  # the tied decoder follows the embeddings
     model.loading_info = {"ignored": ignored, "newly_initialized": new_heads}
     return model
+
+
+def _check_vocab_size(folder: Path, vocab_size: int) -> None:
+    """A folder's vocab.txt must have one line per row of the embedding table (if it has one)."""
+    vocab = folder / "vocab.txt"
+    if vocab.is_file():
+        with vocab.open("rb") as f:
+            lines = sum(1 for _ in f)
+        if lines != vocab_size:
+            raise ValueError(
+                f"{vocab} has {lines:,} lines but the model's vocab_size is {vocab_size:,}: every "
+                "token id would name another word; restore the vocabulary saved with the weights"
+            )
 
 
 # --- writing a folder --------------------------------------------------------------------------

@@ -120,6 +120,12 @@ def _classify(args: argparse.Namespace) -> int:
     from minibert.inference import classify
 
     model, tok = _load_model(args.model, "BertForSequenceClassification")
+    if model.loading_info["newly_initialized"]:  # a random head would answer at random
+        raise SystemExit(
+            f"minibert classify: error: {args.model} has no trained classifier (its weights lack "
+            f"{', '.join(model.loading_info['newly_initialized'])}): it is a pretrained model, not "
+            "a fine-tuned one; fine-tune it first (minibert finetune --model FOLDER --out OUT)"
+        )
     for text, (label, probability) in zip(args.texts, classify(model, tok, args.texts)):
         print(f"{label}\t{probability:.3f}\t{text}")
     return 0

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import time
 from collections.abc import Sequence
@@ -50,6 +51,11 @@ __all__ = [
 
 RUN_FOLDER = ".run"  # inside the output folder: the run's vocabulary and resumable state
 MODEL_FILES = ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json")
+# what a model folder written here (or by transformers) may hold: --overwrite replaces these only
+MODEL_OUTPUTS = frozenset(
+    {*MODEL_FILES, "special_tokens_map.json", "tokenizer.json", "history.json", "recipe.json",
+     "results.json", "card.json", "curves.png", "README.md", "pytorch_model.bin", RUN_FOLDER}
+)  # fmt: skip
 CORPORA = ("wikipedia", "reviews")  # the corpora the course ships; any dump or folder works too
 HELDOUT_FRACTION = 0.1  # of a user corpus whose titles' hash holds out nothing
 
@@ -123,6 +129,25 @@ def check_output_folder(out: Path, overwrite: bool, resume: bool) -> None:
             f"--out {out} already holds a model (or a run); pass --overwrite to replace it, "
             "--resume to continue its interrupted run, or choose another folder"
         )
+    check_replaceable(out, overwrite)
+
+
+def check_replaceable(out: Path, overwrite: bool) -> None:
+    """Refuse, before any work, an output folder that cannot be written or that --overwrite would
+    empty of things that are not a model's (a project's src/, .git/, notes)."""
+    existing = next(p for p in (out, *out.parents) if p.exists())
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out}: cannot write there ({existing} is not writable)")
+    if overwrite and out.is_dir():
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in MODEL_OUTPUTS)
+        if foreign:
+            shown = ", ".join(foreign[:6]) + (
+                f" and {len(foreign) - 6} more" if len(foreign) > 6 else ""
+            )
+            raise ValueError(
+                f"--out {out} holds things that are not a model's ({shown}); --overwrite replaces "
+                "a model's files only: choose another folder"
+            )
 
 
 def _check_arguments(args: dict[str, Any]) -> None:
@@ -383,23 +408,28 @@ def pretrain(
     if isinstance(model, NeighbourCurriculum):
         model = model.finish()  # standard attention again: a plain BERT
     model.config = config  # saved with the preset's dropout, for fine-tuning
-    _put_in_place(out, run, model, tok, history, recipe, overwrite)
+    _put_in_place(out, model, tok, {"history.json": history, "recipe.json": recipe}, overwrite)
     return PretrainResult(out, history, heldout, time.perf_counter() - started)
 
 
-def _put_in_place(out, run, model, tok, history, recipe, overwrite) -> None:
-    """Write the finished model's files beside the run, then replace the folder's old files."""
+def _put_in_place(out: Path, model, tok, files: dict[str, Any], overwrite: bool) -> None:
+    """Write the finished model into out's run folder, then move it over the old model's files.
+
+    Until the moves, the old model is whole; each move is an atomic rename, config.json last.
+    Only a model's files are ever removed (check_replaceable refused anything else up front).
+    """
+    run = out / RUN_FOLDER
     staged = run / "final"
     model.save_pretrained(staged)
     tok.save_pretrained(staged)
-    atomic_write(staged / "history.json", json.dumps(history, indent=1) + "\n")
-    atomic_write(staged / "recipe.json", json.dumps(recipe, indent=1) + "\n")
+    for name, content in files.items():
+        atomic_write(staged / name, json.dumps(content, indent=1) + "\n")
     if overwrite:  # the old model's other files (card, curves) describe another model
         for old in out.iterdir():
-            if old.name != RUN_FOLDER:
+            if old.name in MODEL_OUTPUTS and old.name != RUN_FOLDER and old.name not in files:
                 shutil.rmtree(old) if old.is_dir() else old.unlink()
     for file in sorted(staged.iterdir(), key=lambda f: f.name == "config.json"):
-        file.replace(out / file.name)  # each rename is atomic; config.json last
+        file.replace(out / file.name)
     shutil.rmtree(run)
 
 
@@ -505,6 +535,7 @@ def finetune(
         raise ValueError(f"--out {out} is a file; give a folder")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise ValueError(f"--out {out} is not empty; pass --overwrite to replace what is there")
+    check_replaceable(out, overwrite)
     source = model_folder(model)
     set_seed(seed)
     if threads:
@@ -597,14 +628,7 @@ def finetune(
         "train_size": len(train_data),
         "seconds": round(time.perf_counter() - started, 1),
     }
-    out.mkdir(parents=True, exist_ok=True)
-    if overwrite:
-        for old in out.iterdir():
-            shutil.rmtree(old) if old.is_dir() else old.unlink()
-    net.save_pretrained(out)
-    tok.save_pretrained(out)
-    atomic_write(out / "history.json", json.dumps(history, indent=1) + "\n")
-    atomic_write(out / "results.json", json.dumps(results, indent=1) + "\n")
+    _put_in_place(out, net, tok, {"history.json": history, "results.json": results}, overwrite)
     return FinetuneResult(out, history, dev, test, time.perf_counter() - started)
 
 

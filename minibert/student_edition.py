@@ -14,12 +14,15 @@ The result keeps nbgrader's metadata, so a teacher can also run it through nbgra
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from minibert.utils import atomic_write
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = 'raise NotImplementedError("your code here")'
@@ -132,6 +135,13 @@ def _nbgrader(root: Path) -> None:
         raise RuntimeError("nbgrader generate_assignment failed:\n" + "\n".join(errors[-20:]))
 
 
+def _has_solutions(path: Path) -> bool:
+    """Whether a notebook file holds solution cells (False if it is not a readable notebook)."""
+    with contextlib.suppress(ValueError, KeyError, TypeError):  # bad JSON or UTF-8: not a notebook
+        return bool(solution_cells(json.loads(path.read_text(encoding="utf-8"))))
+    return False
+
+
 def build(notebooks: str | Path, out: str | Path, overwrite: bool = False) -> list[Path]:
     """Write the student edition of every notebook in notebooks/ to out/; return the written paths.
 
@@ -148,6 +158,12 @@ def build(notebooks: str | Path, out: str | Path, overwrite: bool = False) -> li
         raise FileExistsError(
             f"{out} already holds {existing[0].name}; choose another folder or --overwrite"
         )
+    for path in existing:  # --overwrite must never strip a teacher's notebooks (paths swapped?)
+        if _has_solutions(path):
+            raise ValueError(
+                f"{path} holds solutions (### BEGIN SOLUTION): it is a teacher's notebook, not a "
+                "student edition; are the two folders swapped? Nothing was written"
+            )
     sources = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in paths}
     for name, notebook in sources.items():
         check_markers(notebook, name)
@@ -170,7 +186,6 @@ def build(notebooks: str | Path, out: str | Path, overwrite: bool = False) -> li
                 _clear(student, solution_cells(notebook))
             else:
                 student = notebook
-            target = out / name
-            target.write_text(json.dumps(student, indent=1, ensure_ascii=False) + "\n", "utf-8")
-            written.append(target)
+            text = json.dumps(student, indent=1, ensure_ascii=False) + "\n"
+            written.append(atomic_write(out / name, text))  # a full disk leaves the old file
     return written

@@ -120,3 +120,26 @@ def test_every_pretrain_option_is_explained():
     for action in pretrain._actions:
         if action.option_strings and action.dest != "help":
             assert action.help and len(action.help) > 10, action.dest
+
+
+def test_classify_refuses_a_folder_without_a_trained_classifier(capsys):
+    from minibert import assets
+
+    with pytest.raises(SystemExit, match="has no trained classifier .*classifier.weight"):
+        cli.main(["classify", str(assets.course_checkpoint()), "a gem of a film"])
+
+
+def test_a_vocabulary_that_does_not_match_the_weights_is_refused(tmp_path):
+    import shutil
+
+    from minibert import assets
+    from minibert.model import BertForMaskedLM
+
+    folder = tmp_path / "course"
+    shutil.copytree(assets.course_checkpoint(), folder)
+    lines = (folder / "vocab.txt").read_text(encoding="utf-8").splitlines(True)
+    (folder / "vocab.txt").write_text("".join(lines[:100] + lines[101:]), encoding="utf-8")
+    with pytest.raises(ValueError, match="has 7,999 lines but the model's vocab_size is 8,000"):
+        BertForMaskedLM.from_pretrained(folder)
+    with pytest.raises(SystemExit, match="cannot load the model"):
+        cli.main(["fill-mask", str(folder), "the [MASK] of france"])

@@ -94,3 +94,35 @@ def test_course_checkpoints_have_names():
         FileNotFoundError, match="not 'course', 'course-reviews', 'minilm' or a folder"
     ):
         recipes.model_folder("no-such-model")
+
+
+def test_overwrite_replaces_a_models_files_only(tmp_path):
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "NOTES.md").write_text("notes\n", encoding="utf-8")
+    (project / "config.json").write_text("{}\n", encoding="utf-8")  # looks like a model, too
+    for call in (
+        lambda: recipes.finetune(project, model="course", train_examples=64, max_steps=1,
+                                 overwrite=True, progress=False),
+        lambda: recipes.pretrain(project, steps=1, preset="tiny", overwrite=True, progress=False),
+    ):  # fmt: skip
+        with pytest.raises(ValueError, match=r"not a model's \(NOTES.md, src\)"):
+            call()
+    assert sorted(p.name for p in project.iterdir()) == ["NOTES.md", "config.json", "src"]
+
+
+def test_a_failed_save_leaves_the_old_model_whole(tmp_path, monkeypatch):
+    out = tmp_path / "rt"
+    first = recipes.finetune(out, model="course", train_examples=64, max_steps=1, batch_size=32,
+                             evaluations=1, progress=False)  # fmt: skip
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def full_disk(self, folder):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(BertTokenizer, "save_pretrained", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        recipes.finetune(out, model="course", train_examples=64, max_steps=1, batch_size=32,
+                         evaluations=1, progress=False, overwrite=True, seed=1)  # fmt: skip
+    after = {p.name: p.read_bytes() for p in out.iterdir() if p.name != recipes.RUN_FOLDER}
+    assert after == before and first.folder == out

@@ -84,7 +84,7 @@ def test_no_solution_survives_and_nothing_else_changes(edition, path):
     student = json.loads((edition / path.name).read_text(encoding="utf-8"))
     assert len(student["cells"]) == len(course["cells"])
     exercises = set(student_edition.solution_cells(course))
-    assert bool(exercises) == (path.stem[:2] in {"01", "02", "03", "04", "05", "06"})  # lessons
+    assert bool(exercises) == (path.stem[:2] in {"01", "02", "03", "04", "05", "06", "07"})
     text = json.dumps(student)
     for i, (c, s) in enumerate(zip(course["cells"], student["cells"])):
         if i not in exercises:
@@ -133,6 +133,18 @@ def test_student_edition_refuses_to_overwrite_or_to_write_over_the_course(editio
     )
     assert "another folder" in capsys.readouterr().err
     assert cli.main(["course", "student-edition", "--notebooks", str(NOTEBOOKS)]) == 2
+
+
+def test_swapped_folders_never_strip_the_teachers_notebooks(edition, tmp_path, capsys):
+    import shutil
+
+    teacher = tmp_path / "teacher"
+    shutil.copytree(NOTEBOOKS, teacher)
+    before = {p.name: p.read_bytes() for p in teacher.glob("*.ipynb")}
+    args = ["course", "student-edition", str(teacher), "--notebooks", str(edition), "--overwrite"]
+    assert cli.main(args) == 1  # OUT and --notebooks swapped
+    assert "holds solutions" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in teacher.glob("*.ipynb")} == before
 
 
 def test_markers_must_be_alone_and_paired():
