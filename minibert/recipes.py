@@ -49,6 +49,7 @@ __all__ = [
     "pretrain",
 ]
 
+MAX_POSITIONS = 512  # the longest max_len of a new model: BERT's position table
 RUN_FOLDER = ".run"  # inside the output folder: the run's vocabulary and resumable state
 MODEL_FILES = ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json")
 # what a model folder written here (or by transformers) may hold: --overwrite replaces these only
@@ -180,6 +181,11 @@ def _check_arguments(args: dict[str, Any]) -> None:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
     if args["max_len"] < 8:
         raise ValueError(f"max_len must be at least 8 tokens, got {args['max_len']}")
+    if args["init"] is None and args["max_len"] > MAX_POSITIONS:
+        raise ValueError(
+            f"max_len {args['max_len']} is more than BERT's {MAX_POSITIONS} positions: a new "
+            "model's position table and attention grow with it (memory by its square)"
+        )
     if args["vocab_size"] < 100:
         raise ValueError(f"vocab_size must be at least 100, got {args['vocab_size']}")
     if not (isinstance(args["lr"], int | float) and 0 < args["lr"] < math.inf):

@@ -126,3 +126,9 @@ def test_a_failed_save_leaves_the_old_model_whole(tmp_path, monkeypatch):
                          evaluations=1, progress=False, overwrite=True, seed=1)  # fmt: skip
     after = {p.name: p.read_bytes() for p in out.iterdir() if p.name != recipes.RUN_FOLDER}
     assert after == before and first.folder == out
+
+
+def test_a_new_models_max_len_is_bounded_before_anything_is_built(tmp_path):
+    with pytest.raises(ValueError, match="more than BERT's 512 positions"):
+        recipes.pretrain(tmp_path / "big", steps=1, preset="tiny", max_len=100_000, progress=False)
+    assert not (tmp_path / "big").exists()
