@@ -62,6 +62,9 @@ class ClassificationDataset(torch.utils.data.Dataset):
             raise ValueError("no examples: give at least one labelled text")
         if max_length < 3 + (text_pairs is not None):
             raise ValueError(f"max_length {max_length} leaves no room for text")
+        bad = [y for y in labels if isinstance(y, bool) or int(y) != y or y < 0]
+        if bad:
+            raise ValueError(f"labels must be whole numbers from 0, got {bad[0]!r}")
         self.texts, self.labels = list(texts), [int(y) for y in labels]
         self.items = []
         for i, text in enumerate(self.texts):
@@ -148,6 +151,8 @@ def token_metrics(batch: dict[str, torch.Tensor], out: Any) -> dict[str, tuple[i
 
 def f1_score(precision: float, recall: float) -> float:
     """Harmonic mean of precision and recall (0 when both are 0)."""
+    if not (0 <= precision <= 1 and 0 <= recall <= 1):
+        raise ValueError(f"precision and recall must be in [0, 1], got {precision} and {recall}")
     return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
 
 
@@ -169,6 +174,8 @@ def scores(
     labels: Sequence[int], predictions: Sequence[int], num_labels: int = 2
 ) -> dict[str, Any]:
     """Accuracy, F1 of label 1 (0 when it is never predicted or never true) and the confusion matrix."""
+    if num_labels < 2:
+        raise ValueError(f"num_labels must be at least 2 (F1 is that of label 1), got {num_labels}")
     matrix = confusion_matrix(labels, predictions, num_labels)
     if not labels:
         raise ValueError("no labels to score")
@@ -198,6 +205,8 @@ def capitalisation_examples(
     original text; a word counts as capitalised when its first character is upper case. The
     other pieces of a word, [CLS], [SEP] and punctuation that has no case get -100 (ignored).
     """
+    if max_length < 3:
+        raise ValueError(f"max_length {max_length} leaves no room for a word after [CLS] and [SEP]")
     cased = BasicTokenizer(lowercase=False, strip_accents=False)  # words with their case
     examples = []
     for sentence in sentences:
@@ -286,6 +295,8 @@ def capitalisation_baselines(
 
 def ngrams(text: str, n: int = 2) -> list[str]:
     """The lower-cased words of text and its word n-grams up to n ("not bad" -> not, bad, not_bad)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
     words = BasicTokenizer().tokenize(text)
     grams = list(words)
     for k in range(2, n + 1):
@@ -416,6 +427,10 @@ def sentence_features(
 
     A tuple of poolings, e.g. ("cls", "mean"), gives a tuple of feature tensors from one pass.
     """
+    if not texts:
+        raise ValueError("no texts to encode")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     poolings = (pooling,) if isinstance(pooling, str) else tuple(pooling)
     if not poolings or any(p not in ("cls", "mean") for p in poolings):
         raise ValueError(f"pooling must be 'cls', 'mean' or a tuple of them, got {pooling!r}")

@@ -187,7 +187,10 @@ def test_bad_arguments_are_one_line_errors(tiny_folder, tmp_path):
         )
 
     for args, message in (
-        (["--model", str(tmp_path / "nowhere")], "not 'course', 'course-reviews', 'minilm' or a folder"),
+        (
+            ["--model", str(tmp_path / "nowhere")],
+            "not 'course', 'course-reviews', 'minilm' or a folder",
+        ),
         (["--model", str(tiny_folder), "--reinit-layers", "5"], "reinit_layers must be in [0, 2]"),
         (["--model", str(tiny_folder), "--max-length", "100"], "exceeds the model's 64"),
         (
@@ -246,3 +249,22 @@ def test_sentence_features_pool_cls_or_mean(tiny_folder, tok):
     torch.testing.assert_close(both[1], mean, atol=1e-5, rtol=1e-5)
     with pytest.raises(ValueError, match="pooling"):
         finetuning.sentence_features(model, tok, texts, "max")
+
+
+def test_python_api_edge_cases_are_clear_errors(tok):
+    from minibert import finetuning
+
+    with pytest.raises(ValueError, match="whole numbers from 0, got 0.7"):
+        finetuning.ClassificationDataset(["a"], [0.7], tok)
+    with pytest.raises(ValueError, match="leaves no room"):
+        finetuning.capitalisation_examples(["Paris is big."], tok, max_length=0)
+    with pytest.raises(ValueError, match=r"must be in \[0, 1\]"):
+        finetuning.f1_score(2.0, -1.0)
+    with pytest.raises(ValueError, match="n must be a positive int"):
+        finetuning.ngrams("not bad at all", 0)
+    with pytest.raises(ValueError, match="num_labels must be at least 2"):
+        finetuning.scores([0, 0], [0, 0], 1)
+    with pytest.raises(ValueError, match="no texts"):
+        finetuning.sentence_features(None, tok, [])
+    with pytest.raises(ValueError, match="batch_size must be a positive int"):
+        finetuning.sentence_features(None, tok, ["a"], batch_size=0)
