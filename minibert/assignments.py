@@ -593,6 +593,8 @@ def new(name: str, folder: str | Path, overwrite: bool = False) -> Path:
     """Copy assignment name's skeleton and README into folder (created); return the folder."""
     assignment = get(name)
     folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise FileExistsError(f"{folder} is a file; give a folder for the assignment")
     others = [
         a.file for a in ASSIGNMENTS.values() if a.name != name and (folder / a.file).is_file()
     ]

@@ -187,14 +187,22 @@ def read_wikipedia_dump(path: str | Path) -> Iterator[Article]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no MediaWiki dump at {path}")
+    if path.suffix not in (".xml", ".bz2"):
+        raise ValueError(
+            f"{path} is not a MediaWiki XML dump (.xml or .bz2); for plain text, give a "
+            "folder of .txt files, one document each"
+        )
     opener = bz2.open if path.suffix == ".bz2" else open
-    with opener(path, "rb") as f:
-        for title, wikitext, _page_id in extract_pages(f, filter_namespaces=("0",)):
-            if wikitext.lstrip().lower().startswith("#redirect"):
-                continue
-            paragraphs = wiki_paragraphs(wikitext)
-            if paragraphs:
-                yield make_article(title, paragraphs)
+    try:
+        with opener(path, "rb") as f:
+            for title, wikitext, _page_id in extract_pages(f, filter_namespaces=("0",)):
+                if wikitext.lstrip().lower().startswith("#redirect"):
+                    continue
+                paragraphs = wiki_paragraphs(wikitext)
+                if paragraphs:
+                    yield make_article(title, paragraphs)
+    except (SyntaxError, OSError, EOFError, ValueError) as exc:  # XML ParseError: SyntaxError
+        raise ValueError(f"{path} is not a readable MediaWiki dump: {exc}") from None
 
 
 def heldout_article(title: str) -> bool:
@@ -226,7 +234,12 @@ def read_text_files(folder: str | Path, pattern: str = "*.txt") -> list[Article]
         raise FileNotFoundError(f"no folder at {folder}")
     articles = []
     for file in sorted(folder.glob(pattern)):
-        text = file.read_text(encoding="utf-8")
+        try:
+            text = file.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(
+                f"{file} is not UTF-8 text ({exc.reason} at byte {exc.start})"
+            ) from None
         paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
         if paragraphs:
             articles.append(make_article(file.stem, paragraphs))

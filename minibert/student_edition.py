@@ -151,6 +151,8 @@ def build(notebooks: str | Path, out: str | Path, overwrite: bool = False) -> li
     paths = sorted(notebooks.glob("*.ipynb"))
     if not paths:
         raise FileNotFoundError(f"no notebooks in {notebooks}; run from the course checkout")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out} is a file; give the folder to write the student edition to")
     if out.resolve() == notebooks.resolve():
         raise ValueError("the student edition must go to another folder than the notebooks")
     existing = [out / p.name for p in paths if (out / p.name).exists()]

@@ -425,6 +425,9 @@ def test_new_refuses_a_folder_holding_another_assignment(tmp_path, capsys):
     with pytest.raises(FileExistsError, match="another assignment's work"):
         assignments.new("masking", folder, overwrite=True)
     assert assignments.which(folder) == "attention"
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    with pytest.raises(FileExistsError, match="afile is a file; give a folder"):
+        assignments.new("masking", tmp_path / "afile")
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the memory limit is POSIX's RLIMIT_AS")

@@ -179,3 +179,19 @@ def test_review_documents_hold_only_training_movies_and_no_labels():
     assert all(isinstance(p, str) for d in plain for p in d.paragraphs)  # text only: no labels
     with pytest.raises(ValueError, match="split"):
         corpora.review_documents("all")
+
+
+def test_corpus_files_that_cannot_be_read_say_which_and_why(tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("Plain text, not a dump.\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="notes.txt is not a MediaWiki XML dump"):
+        list(corpora.read_wikipedia_dump(text))
+    broken = tmp_path / "broken.xml"
+    broken.write_text("<mediawiki><page><title>x</title>", encoding="utf-8")
+    with pytest.raises(ValueError, match="broken.xml is not a readable MediaWiki dump"):
+        list(corpora.read_wikipedia_dump(broken))
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    (folder / "latin1.txt").write_bytes("caf\xe9 au lait\n".encode("latin-1"))
+    with pytest.raises(ValueError, match="latin1.txt is not UTF-8 text"):
+        corpora.read_text_files(folder)
