@@ -339,6 +339,14 @@ def pretrain(
         torch.set_num_threads(threads)
     started = time.perf_counter()
     train_articles, heldout_articles = load_corpus(corpus)
+    if objective == "nsp":  # its negatives come from another document, in each part
+        for part, docs in (("training", train_articles), ("held-out", heldout_articles)):
+            if len(docs) < 2:
+                raise ValueError(
+                    f"corpus {corpus}: {len(docs)} {part} document(s), and next sentence "
+                    "prediction needs at least two in each part (more documents, or "
+                    "--objective sop or none)"
+                )
     print(f"corpus: {len(train_articles)} training and {len(heldout_articles)} held-out documents")
     source = None if init is None else model_folder(init)
     tok = _tokenizer(source or vocab, vocab_size, train_articles, run)

@@ -132,3 +132,15 @@ def test_a_new_models_max_len_is_bounded_before_anything_is_built(tmp_path):
     with pytest.raises(ValueError, match="more than BERT's 512 positions"):
         recipes.pretrain(tmp_path / "big", steps=1, preset="tiny", max_len=100_000, progress=False)
     assert not (tmp_path / "big").exists()
+
+
+def test_nsp_on_too_few_documents_is_refused_before_any_work(tmp_path):
+    corpus = tmp_path / "four"
+    corpus.mkdir()
+    for i in range(4):  # crc32 holds out one of these four titles: one held-out document
+        (corpus / f"doc{i}.txt").write_text(f"Document {i} has words.\n\nIt has two.\n", "utf-8")
+    train, heldout = recipes.load_corpus(corpus)
+    assert len(heldout) < 2 <= len(train)
+    with pytest.raises(ValueError, match="at least two in each part"):
+        recipes.pretrain(tmp_path / "out", steps=1, preset="tiny", corpus=corpus, progress=False)
+    assert not (tmp_path / "out").exists()
