@@ -135,6 +135,17 @@ def _nbgrader(root: Path) -> None:
         raise RuntimeError("nbgrader generate_assignment failed:\n" + "\n".join(errors[-20:]))
 
 
+def _read_notebook(path: Path) -> dict:
+    """A notebook's JSON, or a ValueError naming the file that is not one."""
+    try:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        raise ValueError(f"{path} is not a readable notebook: {exc}") from None
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise ValueError(f"{path} is not a notebook: it has no list of cells")
+    return notebook
+
+
 def _has_solutions(path: Path) -> bool:
     """Whether a notebook file holds solution cells (False if it is not a readable notebook)."""
     with contextlib.suppress(ValueError, KeyError, TypeError):  # bad JSON or UTF-8: not a notebook
@@ -166,7 +177,7 @@ def build(notebooks: str | Path, out: str | Path, overwrite: bool = False) -> li
                 f"{path} holds solutions (### BEGIN SOLUTION): it is a teacher's notebook, not a "
                 "student edition; are the two folders swapped? Nothing was written"
             )
-    sources = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in paths}
+    sources = {p.name: _read_notebook(p) for p in paths}
     for name, notebook in sources.items():
         check_markers(notebook, name)
     with tempfile.TemporaryDirectory(prefix="minibert-student-") as tmp:

@@ -158,3 +158,11 @@ def test_markers_must_be_alone_and_paired():
         student_edition.check_markers(notebook(f"x = 1  {BEGIN}\n{END}\n"), "nb")
     with pytest.raises(ValueError, match="markdown cell"):
         student_edition.check_markers(notebook(f"between `{BEGIN}` and", kind="markdown"), "nb")
+
+
+def test_a_damaged_notebook_is_named(tmp_path):
+    folder = tmp_path / "nbs"
+    folder.mkdir()
+    (folder / "01_broken.ipynb").write_text('{"cells": [\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="01_broken.ipynb is not a readable notebook"):
+        student_edition.build(folder, tmp_path / "out")
