@@ -70,7 +70,7 @@ def _call_recipe(command: str, recipe, args: argparse.Namespace):
     except (ValueError, FileNotFoundError) as exc:
         print(f"minibert {command}: error: {exc}", file=sys.stderr)
         return 2
-    except TrainingError as exc:
+    except (TrainingError, OSError) as exc:  # a diverged run; a write that failed (full disk)
         print(f"minibert {command}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

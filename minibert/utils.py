@@ -66,7 +66,10 @@ def atomic_write(target: str | Path, content: str | bytes | Callable[[str], None
             content(tmp)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
-    except BaseException:
+    except Exception as exc:  # a full disk, a read-only folder: one message naming the file
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(f"cannot write {target}: {type(exc).__name__}: {exc}") from exc
+    except BaseException:  # Ctrl-C: no half-written file left behind
         Path(tmp).unlink(missing_ok=True)
         raise
     return target

@@ -144,3 +144,23 @@ def test_nsp_on_too_few_documents_is_refused_before_any_work(tmp_path):
     with pytest.raises(ValueError, match="at least two in each part"):
         recipes.pretrain(tmp_path / "out", steps=1, preset="tiny", corpus=corpus, progress=False)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_full_disk_is_one_line_naming_the_file(tmp_path, monkeypatch, capsys):
+    import safetensors.torch
+
+    from minibert import cli
+
+    def full(tensors, path, metadata=None):
+        raise safetensors.SafetensorError(
+            "Error while serializing: IoError(No space left on device)"
+        )
+
+    monkeypatch.setattr(safetensors.torch, "save_file", full)
+    out = tmp_path / "rt"
+    code = cli.main(["finetune", "--model", "course", "--train-examples", "64", "--max-steps", "1",
+                     "--batch-size", "32", "--evaluations", "1", "--out", str(out)])  # fmt: skip
+    assert code == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]  # no bars
+    assert len(err) == 1 and "cannot write" in err[0] and "model.safetensors" in err[0]
+    assert "No space left" in err[0] and "Traceback" not in err[0]
