@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -373,9 +374,11 @@ def test_a_class_with_every_kind_of_fault_gets_a_row_each(tmp_path, capsys):
     damaged = student(root, "k_damaged_marker")
     (damaged / assignments.MARKER).write_text("{not json", encoding="utf-8")
     (root / "roster.txt").write_text("alice\n", encoding="utf-8")
+    references = [student(root, f"z_reference_{n:02d}") for n in range(18)]  # 30 rows in all
     table = tmp_path / "grades.csv"
     table.write_text("old grades\n", encoding="utf-8")
-    everything = [*folders, damaged, root / "roster.txt"]
+    everything = [*folders, damaged, root / "roster.txt", *references]
+    started = time.monotonic()
     code = cli.main(
         ["assignment", "grade", *map(str, everything), "--csv", str(table), "--seconds", "20"]
     )
@@ -396,6 +399,8 @@ def test_a_class_with_every_kind_of_fault_gets_a_row_each(tmp_path, capsys):
     assert total["j_huge_print"] == "10"
     assert "damaged" in rows["k_damaged_marker"]["error"]
     assert "no folder" in rows["roster.txt"]["error"]
+    assert all(rows[f.name]["total"] == "10" for f in references)
+    assert time.monotonic() - started < 600  # bounded: about 3 s a folder here
 
 
 def test_time_limit_holds_against_a_bare_except(tmp_path):
