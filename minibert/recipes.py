@@ -125,6 +125,12 @@ def check_output_folder(out: Path, overwrite: bool, resume: bool) -> None:
             )
         return
     holds_model = out.is_dir() and any((out / f).exists() for f in (*MODEL_FILES, RUN_FOLDER))
+    resumable = (run / "training_state.pt").is_file()
+    if holds_model and not overwrite and run.is_dir() and not resumable:
+        raise ValueError(
+            f"--out {out} holds a run that stopped before its first checkpoint, so there is "
+            "nothing to resume; pass --overwrite to start again, or choose another folder"
+        )
     if holds_model and not overwrite:
         raise ValueError(
             f"--out {out} already holds a model (or a run); pass --overwrite to replace it, "

@@ -164,3 +164,11 @@ def test_a_full_disk_is_one_line_naming_the_file(tmp_path, monkeypatch, capsys):
     err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]  # no bars
     assert len(err) == 1 and "cannot write" in err[0] and "model.safetensors" in err[0]
     assert "No space left" in err[0] and "Traceback" not in err[0]
+
+
+def test_a_run_stopped_before_its_first_checkpoint_does_not_suggest_resume(tmp_path):
+    out = tmp_path / "run"
+    (out / recipes.RUN_FOLDER).mkdir(parents=True)  # what a crash before any checkpoint leaves
+    with pytest.raises(ValueError, match="nothing to resume; pass --overwrite") as caught:
+        recipes.check_output_folder(out, overwrite=False, resume=False)
+    assert "--resume to" not in str(caught.value)
