@@ -387,6 +387,9 @@ def fit_logistic_regression(
     if x.shape[0] != y.shape[0] or x.shape[0] == 0:
         raise ValueError(f"{x.shape[0]} rows of features but {y.shape[0]} labels")
     sparse = x.is_sparse
+    values = x.coalesce().values() if sparse else x
+    if not torch.isfinite(values).all():
+        raise ValueError("the features hold NaN or infinite values (a model that diverged?)")
     if not sparse:
         mean, std = x.mean(0), x.std(0).clamp(min=1e-6)
         x = (x - mean) / std

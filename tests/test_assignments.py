@@ -369,12 +369,13 @@ def test_a_class_with_every_kind_of_fault_gets_a_row_each(tmp_path, capsys):
         student(root, "h_interrupt", "raise KeyboardInterrupt\n"),
         student(root, "i_helpers", "from helpers import SCALE\n"),
         student(root, "j_huge_print", "print('x' * 50_000_000)\n"),
+        student(root, "l_exit3", text=ATTENTION.replace(keep, "    raise SystemExit(3)\n" + keep)),
     ]
     (root / "i_helpers" / "helpers.py").write_text("SCALE = 1\n", encoding="utf-8")
     damaged = student(root, "k_damaged_marker")
     (damaged / assignments.MARKER).write_text("{not json", encoding="utf-8")
     (root / "roster.txt").write_text("alice\n", encoding="utf-8")
-    references = [student(root, f"z_reference_{n:02d}") for n in range(18)]  # 30 rows in all
+    references = [student(root, f"z_reference_{n:02d}") for n in range(17)]  # 30 rows in all
     table = tmp_path / "grades.csv"
     table.write_text("old grades\n", encoding="utf-8")
     everything = [*folders, damaged, root / "roster.txt", *references]
@@ -397,6 +398,7 @@ def test_a_class_with_every_kind_of_fault_gets_a_row_each(tmp_path, capsys):
     assert total["h_interrupt"] == "0" and "KeyboardInterrupt" in rows["h_interrupt"]["error"]
     assert total["i_helpers"] == "10"  # its folder is on sys.path
     assert total["j_huge_print"] == "10"
+    assert total["l_exit3"] == "9"  # padding mask (1 point) lost; the other parts still graded
     assert "damaged" in rows["k_damaged_marker"]["error"]
     assert "no folder" in rows["roster.txt"]["error"]
     assert all(rows[f.name]["total"] == "10" for f in references)

@@ -268,3 +268,5 @@ def test_python_api_edge_cases_are_clear_errors(tok):
         finetuning.sentence_features(None, tok, [])
     with pytest.raises(ValueError, match="batch_size must be a positive int"):
         finetuning.sentence_features(None, tok, ["a"], batch_size=0)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        finetuning.fit_logistic_regression(torch.tensor([[1.0], [float("nan")]]), [0, 1])
