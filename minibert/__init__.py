@@ -1,4 +1,4 @@
-"""minibert: BERT from first principles, a small, tested PyTorch package behind a six-lesson course.
+"""minibert: BERT from first principles, a small, tested PyTorch package behind a seven-lesson course.
 
 The public API is the list of names below. Each name is imported from its module the first time
 it is used (PEP 562), so ``import minibert`` is fast and pulls in nothing heavy: torch loads with
@@ -42,18 +42,22 @@ _EXPORTS: dict[str, str] = {
 
 _SUBMODULES = (
     "assets",
+    "assignments",
     "attention",
     "checkpoint",
     "cli",
     "config",
     "corpora",
+    "course",
     "curriculum",
+    "d2l_bridge",
     "exercises",
     "finetuning",
     "inference",
     "model",
     "pretraining",
     "recipes",
+    "student_edition",
     "tasks",
     "tokenization",
     "training",

@@ -191,3 +191,14 @@ def test_course_map_has_one_source_the_readme_and_the_notebooks_agree():
     sources = ["".join(c["source"]) for c in start["cells"]]
     assert any("course.course_map(" in s for s in sources), "notebook 00 shows the map from code"
     assert not any("| 01 Tokens and segments |" in s for s in sources), "no hand-copied map"
+
+
+def test_every_module_is_reachable_as_an_attribute():
+    import minibert
+
+    modules = sorted(
+        p.stem for p in Path(minibert.__file__).parent.glob("*.py") if p.stem != "__init__"
+    )
+    assert sorted(minibert._SUBMODULES) == modules
+    for name in modules:
+        assert getattr(minibert, name).__name__ == f"minibert.{name}"
