@@ -108,16 +108,11 @@ class Grade:
 # --- checking helpers --------------------------------------------------------------------------
 
 
-def _run_checker(checker: Callable[..., bool], *args: Any) -> tuple[bool, str]:
-    """Run an exercises.check_* function; return (passed, the line it printed, without PASS)."""
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        passed = checker(*args)
-    lines = [line for line in out.getvalue().splitlines() if line.strip()]
-    line = lines[-1] if lines else ("PASS" if passed else "NOT YET")
-    for prefix in ("PASS ", "NOT YET "):
-        line = line.removeprefix(prefix)
-    return bool(passed), line.split(": ", 1)[-1]  # the checker's own name dropped
+def _run_checker(checker: Callable[..., exercises.Result], *args: Any) -> tuple[bool, str]:
+    """Run an exercises.check_* function quietly; its (passed, message)."""
+    with contextlib.redirect_stdout(io.StringIO()):  # the notebooks' printed line is not needed
+        result = checker(*args)
+    return result.passed, result.message
 
 
 def _attr(module: ModuleType, name: str) -> tuple[Any, str | None]:
@@ -139,7 +134,7 @@ def _checked(name: str, checker: Callable[..., bool]) -> Callable[[ModuleType], 
 
 def _close(got: Any, expected: Any, what: str, atol: float = 1e-5) -> str | None:
     """None when got equals expected within atol, else a hint (shape, NaN or largest difference)."""
-    return exercises._attention_problem(got, expected, what, atol)
+    return exercises.attention_problem(got, expected, what, atol)
 
 
 def _multi_head_mistake(got: Any, module: Any, x: Any, keep: Any) -> str:

@@ -8,18 +8,37 @@ returns True or False, so a teacher can also ``assert check_attention(student_fn
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from minibert.config import IGNORE_INDEX
 
 
-def report(name: str, problem: str | None, cases: int) -> bool:
-    """Print the verdict of one checker and return whether it passed."""
-    if problem is None:
-        print(f"PASS {name}: matches the reference on {cases} cases.")
-        return True
-    print(f"NOT YET {name}: {problem}")
-    return False
+@dataclass(frozen=True)
+class Result:
+    """A checker's verdict: whether it passed, and the one line a learner reads (a hint if not).
+
+    ``bool(result)`` is whether it passed; ``str(result)`` the printed line. The notebooks print
+    it; ``minibert.assignments`` scores it.
+    """
+
+    name: str
+    passed: bool
+    message: str
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __str__(self) -> str:
+        return f"{'PASS' if self.passed else 'NOT YET'} {self.name}: {self.message}"
+
+
+def report(name: str, problem: str | None, cases: int, passed: str | None = None) -> Result:
+    """Print the verdict of one checker and return it (passed: the message of a pass, if not the usual)."""
+    result = Result(name, problem is None,
+                    problem or passed or f"matches the reference on {cases} cases.")  # fmt: skip
+    print(result)
+    return result
 
 
 def call_safely(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, str | None]:
@@ -50,7 +69,7 @@ def _shortest_match(word: str, vocab: set[str]) -> list[str]:
     return pieces
 
 
-def check_wordpiece(fn: Callable[..., Any], cases: int = 200) -> bool:
+def check_wordpiece(fn: Callable[..., Any], cases: int = 200) -> Result:
     """Check ``fn(word, vocab) -> list of pieces`` against greedy longest-match-first WordPiece.
 
     ``vocab`` is a set of strings: word-initial pieces, "##" continuation pieces and "[UNK]".
@@ -103,7 +122,7 @@ def check_wordpiece(fn: Callable[..., Any], cases: int = 200) -> bool:
     return report(name, None, cases)
 
 
-def check_tokens_and_segments(fn: Callable[..., Any], cases: int = 40) -> bool:
+def check_tokens_and_segments(fn: Callable[..., Any], cases: int = 40) -> Result:
     """Check ``fn(tokens_a, tokens_b=None) -> (tokens, segments)``, d2l's get_tokens_and_segments."""
     import random
 
@@ -145,7 +164,7 @@ def check_tokens_and_segments(fn: Callable[..., Any], cases: int = 40) -> bool:
     return report(name, None, cases)
 
 
-def check_pad_batch(fn: Callable[..., Any], cases: int = 30) -> bool:
+def check_pad_batch(fn: Callable[..., Any], cases: int = 30) -> Result:
     """Check ``fn(sequences, pad_id) -> (input_ids, attention_mask)``: pad on the right.
 
     ``sequences`` is a list of lists of token ids of different lengths; both results are
@@ -207,7 +226,7 @@ def check_pad_batch(fn: Callable[..., Any], cases: int = 30) -> bool:
 # --- Lesson 2: attention math ------------------------------------------------------------------
 
 
-def _attention_problem(got: Any, expected: Any, what: str, atol: float = 1e-5) -> str | None:
+def attention_problem(got: Any, expected: Any, what: str, atol: float = 1e-5) -> str | None:
     """None if ``got`` is a tensor equal to ``expected`` within atol, else a hint saying how not."""
     import torch
 
@@ -266,7 +285,7 @@ def _attention_mistake(weights: Any, q: Any, k: Any, mask: Any) -> str:
     return ""
 
 
-def check_attention(fn: Callable[..., Any], cases: int = 20) -> bool:
+def check_attention(fn: Callable[..., Any], cases: int = 20) -> Result:
     """Check ``fn(q, k, v, mask=None) -> (output, weights)`` against scaled dot-product attention.
 
     ``mask`` is boolean, True where a key may be attended; it broadcasts to (..., q_len, k_len).
@@ -298,20 +317,20 @@ def check_attention(fn: Callable[..., Any], cases: int = 20) -> bool:
             return report(name, "return a pair (output, weights).", case)
         output, weights = result
         expected_out, expected_w = scaled_dot_product_attention(q, k, v, mask)
-        problem = _attention_problem(weights, expected_w, "weights")
+        problem = attention_problem(weights, expected_w, "weights")
         if problem is not None:
             if isinstance(weights, torch.Tensor) and weights.shape == expected_w.shape:
                 problem += _attention_mistake(weights, q, k, mask)
             return report(
                 name, f"{problem} (case {case}: q {tuple(q.shape)}, k {tuple(k.shape)})", case
             )
-        problem = _attention_problem(output, expected_out, "output")
+        problem = attention_problem(output, expected_out, "output")
         if problem is not None:
             return report(name, f"{problem} The output is weights @ v.", case)
     return report(name, None, cases)
 
 
-def check_padding_mask(fn: Callable[..., Any], cases: int = 20) -> bool:
+def check_padding_mask(fn: Callable[..., Any], cases: int = 20) -> Result:
     """Check ``fn(attention_mask) -> additive mask``: (batch, seq) 1/0 -> (batch, 1, 1, seq) float32.
 
     The additive mask holds 0.0 for real tokens and torch.finfo(torch.float32).min for padding.
@@ -340,7 +359,7 @@ def check_padding_mask(fn: Callable[..., Any], cases: int = 20) -> bool:
                 "padding would give NaN after the softmax.",
                 case,
             )
-        problem = _attention_problem(got, expected, "the mask", atol=0.0)
+        problem = attention_problem(got, expected, "the mask", atol=0.0)
         if problem is not None:
             reversed_mask = padding_mask(1 - attention_mask, dtype=torch.float32)
             if isinstance(got, torch.Tensor) and torch.equal(got, reversed_mask):
@@ -359,7 +378,7 @@ def check_padding_mask(fn: Callable[..., Any], cases: int = 20) -> bool:
     return report(name, None, cases)
 
 
-def check_split_heads(fn: Callable[..., Any], cases: int = 10) -> bool:
+def check_split_heads(fn: Callable[..., Any], cases: int = 10) -> Result:
     """Check ``fn(x, num_heads)``: (batch, seq, hidden) -> (batch, heads, seq, head_dim)."""
     import torch
 
@@ -375,7 +394,7 @@ def check_split_heads(fn: Callable[..., Any], cases: int = 10) -> bool:
         if hint is not None:
             return report(name, hint, case)
         expected = split_heads(x, heads)
-        problem = _attention_problem(got, expected, "the result", atol=0.0)
+        problem = attention_problem(got, expected, "the result", atol=0.0)
         if problem is not None:
             if isinstance(got, torch.Tensor) and got.shape == expected.shape:
                 problem += (
@@ -386,7 +405,7 @@ def check_split_heads(fn: Callable[..., Any], cases: int = 10) -> bool:
     return report(name, None, cases)
 
 
-def check_merge_heads(fn: Callable[..., Any], cases: int = 10) -> bool:
+def check_merge_heads(fn: Callable[..., Any], cases: int = 10) -> Result:
     """Check ``fn(x)``: (batch, heads, seq, head_dim) -> (batch, seq, heads * head_dim)."""
     import torch
 
@@ -401,7 +420,7 @@ def check_merge_heads(fn: Callable[..., Any], cases: int = 10) -> bool:
         if hint is not None:
             return report(name, hint, case)
         expected = merge_heads(x)
-        problem = _attention_problem(got, expected, "the result", atol=0.0)
+        problem = attention_problem(got, expected, "the result", atol=0.0)
         if problem is not None:
             if isinstance(got, torch.Tensor) and got.shape == expected.shape:
                 problem += (
@@ -412,7 +431,7 @@ def check_merge_heads(fn: Callable[..., Any], cases: int = 10) -> bool:
     return report(name, None, cases)
 
 
-def check_equal_keys(weights: Any) -> bool:
+def check_equal_keys(weights: Any) -> Result:
     """Conceptual question: 3 queries, 4 keys that are all the same vector; what are the weights?
 
     ``weights`` is the (3, 4) matrix (tensor, array or nested list) you predict, without running
@@ -434,7 +453,7 @@ def check_equal_keys(weights: Any) -> bool:
         k = torch.randn(1, 8, generator=g).expand(4, 8)  # four copies of one key
         v = torch.randn(4, 2, generator=g)
         _, expected = scaled_dot_product_attention(q, k, v)
-        problem = _attention_problem(got, expected, "your weights", atol=1e-4)
+        problem = attention_problem(got, expected, "your weights", atol=1e-4)
         if problem is not None:
             if got.shape == expected.shape:
                 problem += (
@@ -466,7 +485,7 @@ def _tiny_bert_config(g: Any) -> Any:
     )
 
 
-def check_embeddings(fn: Callable[..., Any], cases: int = 10) -> bool:
+def check_embeddings(fn: Callable[..., Any], cases: int = 10) -> Result:
     """Check ``fn(input_ids, token_type_ids, embeddings) -> (batch, seq, hidden)``.
 
     ``embeddings`` is a ``minibert.model.Embeddings`` in eval mode: use its three tables
@@ -500,7 +519,7 @@ def check_embeddings(fn: Callable[..., Any], cases: int = 10) -> bool:
                 "the position embeddings": raw - positions,
                 "the segment (token type) embeddings": raw - emb.token_type_embeddings(types),
             }
-        problem = _attention_problem(got, expected, "the embeddings")
+        problem = attention_problem(got, expected, "the embeddings")
         if problem is not None:
             if isinstance(got, torch.Tensor) and got.shape == expected.shape:
                 if torch.allclose(got, raw, atol=1e-5):
@@ -512,7 +531,7 @@ def check_embeddings(fn: Callable[..., Any], cases: int = 10) -> bool:
     return report(name, None, cases)
 
 
-def check_encoder_layer(fn: Callable[..., Any], cases: int = 10) -> bool:
+def check_encoder_layer(fn: Callable[..., Any], cases: int = 10) -> Result:
     """Check ``fn(x, mask, layer) -> (batch, seq, hidden)``: one post-LN encoder layer.
 
     ``layer`` is a ``minibert.model.EncoderLayer`` in eval mode and ``mask`` the additive mask
@@ -579,7 +598,7 @@ def check_encoder_layer(fn: Callable[..., Any], cases: int = 10) -> bool:
                     layer.ffn_norm(unmasked + ffn(unmasked))
                 ),
             }
-        problem = _attention_problem(got, expected, "the layer's output")
+        problem = attention_problem(got, expected, "the layer's output")
         if problem is not None:
             if isinstance(got, torch.Tensor) and got.shape == expected.shape:
                 for what, output in wrong.items():
@@ -590,7 +609,7 @@ def check_encoder_layer(fn: Callable[..., Any], cases: int = 10) -> bool:
     return report(name, None, cases)
 
 
-def check_parameter_count(fn: Callable[..., Any], cases: int = 10) -> bool:
+def check_parameter_count(fn: Callable[..., Any], cases: int = 10) -> Result:
     """Check ``fn(config) -> int``: the number of parameters of ``BertModel(config)``, by formula."""
     import itertools
 
@@ -642,7 +661,7 @@ def _describe(config: Any) -> str:
 
 def check_previous_token_head(
     fn: Callable[..., Any], attentions: Any = None, attention_mask: Any = None, cases: int = 6
-) -> bool:
+) -> Result:
     """Check ``fn(attentions, attention_mask) -> (layer, head)``: the strongest previous-token head.
 
     ``attentions`` is a tuple of (batch, heads, seq, seq), ``attention_mask`` (batch, seq) of 1/0.
@@ -719,17 +738,16 @@ def check_previous_token_head(
             f"previous token on average; the best head reaches {best:.0%}.",
             cases,
         )
-    print(
-        f"PASS {name}: layer {layer}, head {head} puts {prev[layer, head]:.0%} of its attention "
-        f"on the previous token (checked on {cases} planted cases and your attentions)."
-    )
-    return True
+    return report(name, None, cases, passed=(
+        f"layer {layer}, head {head} puts {prev[layer, head]:.0%} of its attention on the "
+        f"previous token (checked on {cases} planted cases and your attentions)."
+    ))  # fmt: skip
 
 
 # --- Lesson 4: masked language modelling -------------------------------------------------------
 
 
-def check_masking(fn: Callable[..., Any], sequences: int = 1500) -> bool:
+def check_masking(fn: Callable[..., Any], sequences: int = 1500) -> Result:
     """Check ``fn(input_ids, special_tokens_mask, mask_token_id, random_token_ids, rng)``.
 
     It returns (masked_ids, labels) like ``minibert.pretraining.mask_tokens``: 15% of the
@@ -811,17 +829,16 @@ def check_masking(fn: Callable[..., Any], sequences: int = 1500) -> bool:
                 sequences,
             )
     if not exact:
-        print(
-            f"PASS {name}: right on {sequences} sequences. {chosen / candidates:.1%} of the tokens "
-            "were chosen, but not exactly max(1, round(0.15 * n)) per sequence as in minibert: a "
-            "legitimate variant (Hugging Face chooses each token with probability 0.15; Google "
-            "counts [CLS] and [SEP] in n)."
-        )
-        return True
+        return report(name, None, sequences, passed=(
+            f"right on {sequences} sequences. {chosen / candidates:.1%} of the tokens were chosen, "
+            "but not exactly max(1, round(0.15 * n)) per sequence as in minibert: a legitimate "
+            "variant (Hugging Face chooses each token with probability 0.15; Google counts [CLS] "
+            "and [SEP] in n)."
+        ))  # fmt: skip
     return report(name, None, sequences)
 
 
-def check_mlm_loss(fn: Callable[..., Any], cases: int = 20) -> bool:
+def check_mlm_loss(fn: Callable[..., Any], cases: int = 20) -> Result:
     """Check ``fn(logits, labels) -> loss``: mean cross-entropy over positions whose label is not -100.
 
     logits (batch, seq, vocab), labels (batch, seq). The loss must not change when padding (label
@@ -865,7 +882,7 @@ def check_mlm_loss(fn: Callable[..., Any], cases: int = 20) -> bool:
     return report(name, None, cases)
 
 
-def check_mask_accuracy(fn: Callable[..., Any], cases: int = 20) -> bool:
+def check_mask_accuracy(fn: Callable[..., Any], cases: int = 20) -> Result:
     """Check ``fn(logits, labels, input_ids, mask_token_id) -> float``: top-1 accuracy at [MASK].
 
     logits (batch, seq, vocab), labels and input_ids (batch, seq). Only positions with a label
@@ -980,7 +997,7 @@ def _imbalance(labels: Sequence[int], what: str, rule: str) -> str | None:
     return f"{sum(labels)} of {n} pairs are {what}; {rule} with probability 0.5."
 
 
-def check_nsp_pairs(fn: Callable[..., Any], cases: int = 5) -> bool:
+def check_nsp_pairs(fn: Callable[..., Any], cases: int = 5) -> Result:
     """Check ``fn(documents, max_len, rng) -> [(tokens_a, tokens_b, label), ...]``: BERT's NSP pairs.
 
     For every sentence but the last of each document: A is that sentence; B is the next sentence
@@ -1044,7 +1061,7 @@ def check_nsp_pairs(fn: Callable[..., Any], cases: int = 5) -> bool:
     )  # None: a pass
 
 
-def check_sop_pairs(fn: Callable[..., Any], cases: int = 5) -> bool:
+def check_sop_pairs(fn: Callable[..., Any], cases: int = 5) -> Result:
     """Check ``fn(documents, rng) -> [(tokens_a, tokens_b, label), ...]``: ALBERT's sentence order.
 
     For every sentence but the last of each document: the sentence and the next one, in order
@@ -1089,7 +1106,7 @@ def check_sop_pairs(fn: Callable[..., Any], cases: int = 5) -> bool:
     return report(name, _imbalance(labels, "swapped", "swap each"), cases)  # None: a pass
 
 
-def check_nsp_loss(fn: Callable[..., Any], cases: int = 20) -> bool:
+def check_nsp_loss(fn: Callable[..., Any], cases: int = 20) -> Result:
     """Check ``fn(nsp_logits, labels) -> loss``: mean cross-entropy over every pair, both labels.
 
     nsp_logits (batch, 2), labels (batch,) with 0 = IsNext and 1 = NotNext.
@@ -1138,7 +1155,7 @@ def check_nsp_loss(fn: Callable[..., Any], cases: int = 20) -> bool:
 # --- Lesson 6: fine-tuning ---------------------------------------------------------------------
 
 
-def check_classification_head(fn: Callable[..., Any], cases: int = 20) -> bool:
+def check_classification_head(fn: Callable[..., Any], cases: int = 20) -> Result:
     """Check ``fn(hidden, pooler_w, pooler_b, classifier_w, classifier_b, labels) -> (logits, loss)``.
 
     hidden (batch, seq, hidden); pooler_w (hidden, hidden); classifier_w (labels, hidden); labels
@@ -1208,7 +1225,7 @@ def check_classification_head(fn: Callable[..., Any], cases: int = 20) -> bool:
     return report(name, None, cases)
 
 
-def check_evaluation(fn: Callable[..., Any], cases: int = 30) -> bool:
+def check_evaluation(fn: Callable[..., Any], cases: int = 30) -> Result:
     """Check ``fn(labels, predictions) -> (accuracy, f1, confusion)`` for two labels.
 
     accuracy in [0, 1]; f1 of label 1 (0.0 when nothing is predicted or labelled 1); confusion a
@@ -1274,7 +1291,7 @@ def check_evaluation(fn: Callable[..., Any], cases: int = 30) -> bool:
 # --- lesson 7 ------------------------------------------------------------------------------------
 
 
-def check_opinion_scores(fn: Callable[..., Any], cases: int = 20) -> bool:
+def check_opinion_scores(fn: Callable[..., Any], cases: int = 20) -> Result:
     """Check ``fn(texts, labels, min_count) -> {word: log-count ratio}`` (finetuning.opinion_scores)."""
     import math
     import random

@@ -81,7 +81,7 @@ def attention_not_written(q, k, v, mask=None):
     ],
 )
 def test_check_attention(fn, passes, hint, capsys):
-    assert exercises.check_attention(fn) is passes
+    assert exercises.check_attention(fn).passed is passes
     assert hint in capsys.readouterr().out
 
 
@@ -114,7 +114,7 @@ def padding_mask_2d(attention_mask):
     ],
 )
 def test_check_padding_mask(fn, passes, hint, capsys):
-    assert exercises.check_padding_mask(fn) is passes
+    assert exercises.check_padding_mask(fn).passed is passes
     assert hint in capsys.readouterr().out
 
 
@@ -139,14 +139,14 @@ def merge_direct_reshape(x):
 
 
 def test_check_split_and_merge_heads(capsys):
-    assert exercises.check_split_heads(split_right) is True
-    assert exercises.check_merge_heads(merge_right) is True
+    assert exercises.check_split_heads(split_right).passed is True
+    assert exercises.check_merge_heads(merge_right).passed is True
     assert capsys.readouterr().out.count("PASS") == 2
-    assert exercises.check_split_heads(split_direct_view) is False
+    assert exercises.check_split_heads(split_direct_view).passed is False
     assert "transpose(1, 2)" in capsys.readouterr().out
-    assert exercises.check_merge_heads(merge_direct_reshape) is False
+    assert exercises.check_merge_heads(merge_direct_reshape).passed is False
     assert "transpose(1, 2) back" in capsys.readouterr().out
-    assert exercises.check_merge_heads(lambda x: x.flatten(2)) is False
+    assert exercises.check_merge_heads(lambda x: x.flatten(2)).passed is False
     assert "expected shape" in capsys.readouterr().out
 
 
@@ -162,7 +162,7 @@ def test_check_split_and_merge_heads(capsys):
     ],
 )
 def test_check_equal_keys(answer, passes, hint, capsys):
-    assert exercises.check_equal_keys(answer) is passes
+    assert exercises.check_equal_keys(answer).passed is passes
     assert hint in capsys.readouterr().out
 
 
@@ -195,7 +195,7 @@ def embeddings_without_norm(input_ids, token_type_ids, emb):
     ],
 )
 def test_check_embeddings(fn, passes, hint, capsys):
-    assert exercises.check_embeddings(fn) is passes
+    assert exercises.check_embeddings(fn).passed is passes
     assert hint in capsys.readouterr().out
 
 
@@ -228,7 +228,7 @@ def pre_ln(x, mask, layer):
     ],
 )
 def test_check_encoder_layer(fn, passes, hint, capsys):
-    assert exercises.check_encoder_layer(fn) is passes
+    assert exercises.check_encoder_layer(fn).passed is passes
     assert hint in capsys.readouterr().out
 
 
@@ -259,7 +259,7 @@ def count_right(c):
     ],
 )
 def test_check_parameter_count(fn, passes, hint, capsys):
-    assert exercises.check_parameter_count(fn) is passes
+    assert exercises.check_parameter_count(fn).passed is passes
     assert hint in capsys.readouterr().out
 
 
@@ -273,13 +273,13 @@ def strongest_diagonal(offset):
 
 
 def test_check_previous_token_head(capsys):
-    assert exercises.check_previous_token_head(strongest_diagonal(-1)) is True
+    assert exercises.check_previous_token_head(strongest_diagonal(-1)).passed is True
     assert "PASS previous-token head" in capsys.readouterr().out
-    assert exercises.check_previous_token_head(strongest_diagonal(1)) is False
+    assert exercises.check_previous_token_head(strongest_diagonal(1)).passed is False
     assert "NEXT-token head" in capsys.readouterr().out
-    assert exercises.check_previous_token_head(lambda a, m: (0, 2)) is False  # a guess
+    assert exercises.check_previous_token_head(lambda a, m: (0, 2)).passed is False  # a guess
     assert "planted previous-token head" in capsys.readouterr().out
-    assert exercises.check_previous_token_head(lambda a, m: "layer 0") is False
+    assert exercises.check_previous_token_head(lambda a, m: "layer 0").passed is False
     assert "two ints" in capsys.readouterr().out
 
 
@@ -292,9 +292,11 @@ def test_check_previous_token_head_on_given_attentions(capsys):
     attentions = (torch.cat([uniform, prev], 1),)  # layer 0: head 0 uniform, head 1 previous
     mask = torch.ones(1, seq, dtype=torch.long)
     finder = strongest_diagonal(-1)
-    assert exercises.check_previous_token_head(finder, attentions, mask) is True
+    assert exercises.check_previous_token_head(finder, attentions, mask).passed is True
     assert "layer 0, head 1 puts 100%" in capsys.readouterr().out
-    assert exercises.check_previous_token_head(lambda a, m: (0, 0), attentions, mask) is False
+    assert (
+        exercises.check_previous_token_head(lambda a, m: (0, 0), attentions, mask).passed is False
+    )
 
 
 # --- Lesson 1: tokens and segments -------------------------------------------------------------
@@ -371,7 +373,7 @@ def wordpiece_without_prefix(word, vocab):
     ],
 )
 def test_check_wordpiece(fn, passes, hint, capsys):
-    assert exercises.check_wordpiece(fn) is passes
+    assert exercises.check_wordpiece(fn).passed is passes
     assert hint in capsys.readouterr().out
 
 
@@ -411,7 +413,7 @@ def segments_pair_required(tokens_a, tokens_b):
     ],
 )
 def test_check_tokens_and_segments(fn, passes, hint, capsys):
-    assert exercises.check_tokens_and_segments(fn) is passes
+    assert exercises.check_tokens_and_segments(fn).passed is passes
     assert hint in capsys.readouterr().out
 
 
@@ -442,7 +444,7 @@ def pad_left(sequences, pad_id):
     ],
 )
 def test_check_pad_batch(fn, passes, hint, capsys):
-    assert exercises.check_pad_batch(fn) is passes
+    assert exercises.check_pad_batch(fn).passed is passes
     assert hint in capsys.readouterr().out
 
 
@@ -492,7 +494,7 @@ def _choose_half(ids, special, mask_id, random_ids, rng):
 def test_check_masking(fn, passes, hint, capsys):
     from minibert.pretraining import mask_tokens
 
-    assert exercises.check_masking(mask_tokens if fn == "reference" else fn) is passes
+    assert exercises.check_masking(mask_tokens if fn == "reference" else fn).passed is passes
     assert hint in capsys.readouterr().out
 
 
@@ -522,7 +524,7 @@ def test_check_masking(fn, passes, hint, capsys):
     ],
 )
 def test_check_mlm_loss(fn, passes, hint, capsys):
-    assert exercises.check_mlm_loss(fn) is passes
+    assert exercises.check_mlm_loss(fn).passed is passes
     assert hint in capsys.readouterr().out
 
 
@@ -567,7 +569,7 @@ def not_implemented(*args):
     ],
 )
 def test_check_classification_head(fn, passes, hint, capsys):
-    assert exercises.check_classification_head(fn) is passes
+    assert exercises.check_classification_head(fn).passed is passes
     assert hint in capsys.readouterr().out
 
 
@@ -601,7 +603,7 @@ def evaluation_with(transpose=False, count=False, percent=False, label=1, zero=T
     ],
 )
 def test_check_evaluation(fn, passes, hint, capsys):
-    assert exercises.check_evaluation(fn) is passes
+    assert exercises.check_evaluation(fn).passed is passes
     assert hint in capsys.readouterr().out
 
 
@@ -656,13 +658,13 @@ def sop_pairs_with(labels=(0, 1), swap_probability=0.5, neighbour=1):
     ],
 )
 def test_check_nsp_pairs(fn, passes, hint, capsys):
-    assert exercises.check_nsp_pairs(fn) is passes
+    assert exercises.check_nsp_pairs(fn).passed is passes
     assert hint in capsys.readouterr().out
 
 
 def test_check_nsp_pairs_catches_a_negative_from_the_same_document(capsys):
     # d2l's rule: the random sentence may come from any document, A's own included
-    assert exercises.check_nsp_pairs(nsp_pairs_with(same_document=True)) is False
+    assert exercises.check_nsp_pairs(nsp_pairs_with(same_document=True)).passed is False
     assert "same document" in capsys.readouterr().out
 
 
@@ -676,7 +678,7 @@ def test_check_nsp_pairs_catches_a_negative_from_the_same_document(capsys):
     ],
 )
 def test_check_sop_pairs(fn, passes, hint, capsys):
-    assert exercises.check_sop_pairs(fn) is passes
+    assert exercises.check_sop_pairs(fn).passed is passes
     assert hint in capsys.readouterr().out
 
 
@@ -699,7 +701,7 @@ def test_check_sop_pairs(fn, passes, hint, capsys):
     ],
 )
 def test_check_nsp_loss(fn, passes, hint, capsys):
-    assert exercises.check_nsp_loss(fn) is passes
+    assert exercises.check_nsp_loss(fn).passed is passes
     assert hint in capsys.readouterr().out
 
 
@@ -721,7 +723,7 @@ def _mask_accuracy_everywhere(logits, labels, input_ids, mask_id):
     ],
 )
 def test_check_mask_accuracy(fn, passes, hint, capsys):
-    assert exercises.check_mask_accuracy(fn) is passes
+    assert exercises.check_mask_accuracy(fn).passed is passes
     assert hint in capsys.readouterr().out
 
 
@@ -762,7 +764,7 @@ def opinion_scores_with(once=True, smooth=1, plus_vocab=True, sign=1, min_texts=
     ],
 )
 def test_check_opinion_scores(fn, passes, hint, capsys):
-    assert exercises.check_opinion_scores(fn) is passes
+    assert exercises.check_opinion_scores(fn).passed is passes
     assert hint in capsys.readouterr().out
 
 
