@@ -26,6 +26,8 @@ from minibert.utils import atomic_write
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = 'raise NotImplementedError("your code here")'
+ANSWER = "*Answer.*"  # a markdown cell that starts so is an exercise's answer: a student's is blank
+ANSWER_STUB = "*Your answer:* (write it here; the teacher's edition has the course's answer)"
 ASSIGNMENT = "course"  # nbgrader's assignment name inside the temporary course folder
 
 # nbgrader's generate_assignment steps, without ClearOutput (it clears every output of every cell)
@@ -53,6 +55,15 @@ def solution_cells(notebook: dict) -> list[int]:
         i
         for i, cell in enumerate(notebook["cells"])
         if cell["cell_type"] == "code" and BEGIN in _source(cell)
+    ]
+
+
+def answer_cells(notebook: dict) -> list[int]:
+    """Indices of the markdown cells that answer an exercise (they start with ``*Answer.*``)."""
+    return [
+        i
+        for i, cell in enumerate(notebook["cells"])
+        if cell["cell_type"] == "markdown" and _source(cell).lstrip().startswith(ANSWER)
     ]
 
 
@@ -84,6 +95,16 @@ def _mark(notebook: dict, stem: str) -> dict:
             "locked": False,
             "schema_version": 3,
             "solution": True,
+        }
+    for n, i in enumerate(answer_cells(notebook), start=1):  # nbgrader blanks a markdown solution
+        notebook["cells"][i]["metadata"]["nbgrader"] = {
+            "grade": True,  # nbgrader's "manually graded answer": a markdown solution must be one
+            "grade_id": f"{stem}-answer-{n}",
+            "locked": False,
+            "points": 0,
+            "schema_version": 3,
+            "solution": True,
+            "task": False,
         }
     return notebook
 
@@ -117,7 +138,10 @@ def _nbgrader(root: Path) -> None:
     config = {
         "CourseDirectory": {"root": str(root)},
         "GenerateAssignment": {"preprocessors": PREPROCESSORS},
-        "ClearSolutions": {"code_stub": {"python": f"# your code here\n{STUB}"}},
+        "ClearSolutions": {
+            "code_stub": {"python": f"# your code here\n{STUB}"},
+            "text_stub": ANSWER_STUB,
+        },
         "Exchange": {"root": str(root / "exchange")},
     }
     (root / "nbgrader_config.json").write_text(json.dumps(config), encoding="utf-8")
@@ -184,7 +208,9 @@ def build(notebooks: str | Path, out: str | Path, overwrite: bool = False) -> li
         root = Path(tmp)
         source = root / "source" / ASSIGNMENT
         source.mkdir(parents=True)
-        with_exercises = {n: nb for n, nb in sources.items() if solution_cells(nb)}
+        with_exercises = {
+            n: nb for n, nb in sources.items() if solution_cells(nb) or answer_cells(nb)
+        }
         for name, notebook in with_exercises.items():
             marked = _mark(notebook, Path(name).stem)
             (source / name).write_text(json.dumps(marked, indent=1), encoding="utf-8")

@@ -86,7 +86,12 @@ def test_no_solution_survives_and_nothing_else_changes(edition, path):
     exercises = set(student_edition.solution_cells(course))
     assert bool(exercises) == (path.stem[:2] in {"01", "02", "03", "04", "05", "06", "07"})
     text = json.dumps(student)
+    answers = set(student_edition.answer_cells(course))
     for i, (c, s) in enumerate(zip(course["cells"], student["cells"])):
+        if i in answers:  # an exercise's answer: blank for the student, its text nowhere
+            assert "".join(s["source"]) == student_edition.ANSWER_STUB
+            assert "".join(c["source"])[len(student_edition.ANSWER) :][:60] not in text
+            continue
         if i not in exercises:
             assert s == c, f"cell {i} changed"  # byte-identical: source, outputs, metadata
             continue
@@ -166,3 +171,9 @@ def test_a_damaged_notebook_is_named(tmp_path):
     (folder / "01_broken.ipynb").write_text('{"cells": [\n', encoding="utf-8")
     with pytest.raises(ValueError, match="01_broken.ipynb is not a readable notebook"):
         student_edition.build(folder, tmp_path / "out")
+
+
+def test_the_course_answers_are_found():
+    found = [len(student_edition.answer_cells(json.loads(p.read_text(encoding="utf-8"))))
+             for p in course_notebooks()]  # fmt: skip
+    assert sum(found) >= 3  # 04, 06 and 07 answer their experiments
