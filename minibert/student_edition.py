@@ -126,6 +126,21 @@ def _clear(notebook: dict, cells: list[int]) -> None:
             notebook["cells"][j]["execution_count"] = None
 
 
+def _let_run_all_continue(notebook: dict, cells: list[int]) -> None:
+    """Tag "raises-exception" on each stubbed cell whose stub raises at the top level.
+
+    A stub inside a function raises only when a checker calls it, and the checker prints NOT YET;
+    a whole-cell exercise (an experiment) raises as soon as it runs. With the tag, JupyterLab's
+    Run All (and nbclient) go on to the next cell, so a student edition runs to the end.
+    """
+    for i in cells:
+        cell = notebook["cells"][i]
+        if any(line.startswith(STUB) for line in _source(cell).splitlines()):
+            tags = cell["metadata"].setdefault("tags", [])
+            if "raises-exception" not in tags:
+                tags.append("raises-exception")
+
+
 def _nbgrader(root: Path) -> None:
     """Run nbgrader's generate_assignment in the course folder root."""
     try:
@@ -223,6 +238,7 @@ def build(notebooks: str | Path, out: str | Path, overwrite: bool = False) -> li
                 path = root / "release" / ASSIGNMENT / name
                 student = json.loads(path.read_text(encoding="utf-8"))
                 _clear(student, solution_cells(notebook))
+                _let_run_all_continue(student, solution_cells(notebook))
             else:
                 student = notebook
             text = json.dumps(student, indent=1, ensure_ascii=False) + "\n"

@@ -177,3 +177,30 @@ def test_the_course_answers_are_found():
     found = [len(student_edition.answer_cells(json.loads(p.read_text(encoding="utf-8"))))
              for p in course_notebooks()]  # fmt: skip
     assert sum(found) >= 3  # 04, 06 and 07 answer their experiments
+
+
+def test_run_all_goes_past_every_whole_cell_exercise(edition):
+    """A stub raising at the top level is tagged raises-exception, and nothing after it needs it."""
+    import ast
+
+    tagged = 0
+    for path in course_notebooks():
+        course = json.loads(path.read_text(encoding="utf-8"))
+        student = json.loads((edition / path.name).read_text(encoding="utf-8"))
+        for i in student_edition.solution_cells(course):
+            cell = student["cells"][i]
+            lines = "".join(cell["source"]).splitlines()
+            top_level = any(line.startswith(student_edition.STUB) for line in lines)
+            assert ("raises-exception" in cell["metadata"].get("tags", [])) == top_level, (path, i)
+            if not top_level:
+                continue
+            tagged += 1
+            code = "\n".join("\n".join(r) for r in regions("".join(course["cells"][i]["source"])))
+            assigned = {n.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name)
+                        and isinstance(n.ctx, ast.Store)}  # fmt: skip
+            later = "\n".join(
+                "".join(c["source"]) for c in course["cells"][i + 1 :] if c["cell_type"] == "code"
+            )
+            needed = {name for name in assigned if re.search(rf"\b{name}\b", later)}
+            assert not needed, f"{path.name} cell {i}: later cells need {needed}"
+    assert tagged >= 5  # the experiments of 01, 02, 04, 06 and 07
