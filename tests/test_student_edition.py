@@ -204,3 +204,23 @@ def test_run_all_goes_past_every_whole_cell_exercise(edition):
             needed = {name for name in assigned if re.search(rf"\b{name}\b", later)}
             assert not needed, f"{path.name} cell {i}: later cells need {needed}"
     assert tagged >= 5  # the experiments of 01, 02, 04, 06 and 07
+
+
+def test_no_cell_calls_an_unwritten_function_outside_its_checker():
+    """After a solution region, the student's function runs only in its checker (or under it)."""
+    for path in course_notebooks():
+        course = json.loads(path.read_text(encoding="utf-8"))
+        for i in student_edition.solution_cells(course):
+            source = "".join(course["cells"][i]["source"])
+            names = re.findall(r"^def (\w+)\(", source, re.M)
+            after = source[source.rindex(END) :].splitlines()[1:]
+            guarded = False
+            for line in after:
+                if line.startswith("if exercises.check_"):
+                    guarded = True  # runs only once the checker passed
+                elif line and not line[0].isspace() and not line.startswith(")"):
+                    guarded = False
+                used = [n for n in names if re.search(rf"\b{n}\b", line)]
+                assert not used or guarded or "exercises.check_" in line or line.startswith(" "), (
+                    f"{path.name} cell {i}: {line.strip()!r} calls {used} outside its checker"
+                )
