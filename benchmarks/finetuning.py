@@ -60,7 +60,8 @@ STEPS_AT_LEAST = 100  # a small subset still gets this many steps (more epochs)
 SUBSET_BATCH = 16  # a subset's batches: more steps for the same time (64 steps of 32 left
 # MiniLM at 1,024 examples below its 256-example score: too few updates at lr 5e-5)
 SUBSET_EVALUATIONS = 3  # dev evaluations of a run on a subset (a third of MiniLM's time there)
-CAPITALISATION = {64: 150, 256: 150, 1024: 150, None: 300}  # training sentences (None: all) -> steps
+# capitalisation: training sentences (None: all) -> steps
+CAPITALISATION = {64: 150, 256: 150, 1024: 150, None: 300}
 
 
 def accuracy(predicted: torch.Tensor, reviews) -> float:
