@@ -287,7 +287,7 @@ def render(card: dict) -> str:
     guided = (
         f"layer 0's first two heads guided to the previous and next token for the first "
         f"{r['neighbour_steps']:,} steps (score bonus {r['neighbour_bias']:g} and auxiliary loss "
-        f"weight {r['neighbour_aux']:g}, both annealed linearly to 0; `minibert.curriculum`), "
+        f"weight {r['neighbour_aux']:g}, both annealed linearly to 0; `minibert.guidance`), "
         "then plain BERT training"
         if r.get("neighbour_steps")
         else "no guidance (plain BERT)"

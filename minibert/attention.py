@@ -84,6 +84,20 @@ def causal_mask(n: int, device: torch.device | str | None = None) -> Tensor:
 # --- scaled dot-product attention --------------------------------------------------------------
 
 
+def attention_scores(q: Tensor, k: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Scaled, masked scores q k^T / sqrt(d_k) before the softmax: (..., q_len, k_len).
+
+    ``mask`` broadcasts to (..., q_len, k_len): boolean (True = attend) or additive floats;
+    a masked score becomes the dtype's most negative number (never -inf, so never NaN).
+    """
+    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))  # (..., q_len, k_len)
+    if mask is not None and mask.dtype == torch.bool:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    elif mask is not None:
+        scores = (scores + mask).clamp(min=torch.finfo(scores.dtype).min)  # a -inf mask: no NaN
+    return scores
+
+
 def scaled_dot_product_attention(
     q: Tensor,
     k: Tensor,
@@ -99,11 +113,7 @@ def scaled_dot_product_attention(
     after dropout, as Hugging Face does. Dropout is applied only when ``training`` is True.
     No argument checks: the model checks its inputs once, the exercise checker checks yours.
     """
-    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))  # (..., q_len, k_len)
-    if mask is not None and mask.dtype == torch.bool:
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    elif mask is not None:
-        scores = (scores + mask).clamp(min=torch.finfo(scores.dtype).min)  # a -inf mask: no NaN
+    scores = attention_scores(q, k, mask)  # (..., q_len, k_len)
     weights = scores.softmax(dim=-1)  # (..., q_len, k_len), each row sums to 1
     weights = F.dropout(weights, p=dropout_p, training=training)
     return weights @ v, weights  # (..., q_len, d_v), (..., q_len, k_len)

@@ -6,17 +6,30 @@
     classify(classifier, tok, ["a gem of a film", "a mess"])   # [("fresh", 0.93), ("rotten", 0.88)]
     word_in_context(encoder, tok, {"river": [...], "money": [...]}, "bank")  # per-layer cosines
 
-Reads models and tokenizers; trains nothing.
+Reads models and tokenizers; trains nothing. The ``minibert fill-mask`` and ``minibert classify``
+commands are declared here too (``add_*_arguments`` and ``*_command``).
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 from typing import Any
 
 import torch
 from torch import nn
 
-__all__ = ["classify", "fill_mask", "word_in_context"]
+from minibert.utils import evaluating
+
+__all__ = [
+    "add_classify_arguments",
+    "add_fill_mask_arguments",
+    "classify",
+    "classify_command",
+    "fill_mask",
+    "fill_mask_command",
+    "word_in_context",
+]
 
 
 @torch.no_grad()
@@ -33,13 +46,9 @@ def fill_mask(
     positions = [i for i, t in enumerate(enc.input_ids) if t == tokenizer.mask_token_id]
     if not positions:
         raise ValueError(f"the text has no [MASK] token to fill: {text!r}")
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
-    try:
+    with evaluating(model):
         out = model(input_ids=ids.to(device), attention_mask=torch.ones_like(ids).to(device))
-    finally:
-        model.train(was_training)
     logits = out.mlm_logits if getattr(out, "mlm_logits", None) is not None else out.logits
     probs = logits[0, positions].float().softmax(-1)  # (masks, vocab)
     top = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
@@ -59,13 +68,9 @@ def classify(
     if not texts:
         raise ValueError("no texts to classify")
     batch = tokenizer.encode_batch(texts, max_length=max_length, truncation=True)
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
-    try:
+    with evaluating(model):
         logits = model(**{k: v.to(device) for k, v in batch.items()}).logits  # (texts, labels)
-    finally:
-        model.train(was_training)
     probs = logits.float().softmax(-1)
     best = probs.max(-1)
     names = model.config.names()
@@ -84,10 +89,8 @@ def word_in_context(
     """
     if len(senses) < 2 or any(len(s) < 2 for s in senses.values()):
         raise ValueError("senses needs at least two senses with at least two sentences each")
-    was_training = model.training
-    model.eval()
     vectors = {}
-    try:
+    with evaluating(model):
         for sentence in (s for sentences in senses.values() for s in sentences):
             enc = tokenizer(sentence)
             if word not in enc.tokens:
@@ -95,8 +98,6 @@ def word_in_context(
             at = enc.tokens.index(word)
             states = model(torch.tensor([enc.input_ids]), output_hidden_states=True).hidden_states
             vectors[sentence] = torch.stack([h[0, at] for h in states])  # (layers + 1, hidden)
-    finally:
-        model.train(was_training)
 
     def mean_cosine(pairs: list[tuple[str, str]]) -> list[float]:
         cos = [torch.cosine_similarity(vectors[a], vectors[b], dim=-1) for a, b in pairs]
@@ -108,3 +109,73 @@ def word_in_context(
         (a, b) for i, g in enumerate(groups) for h in groups[i + 1 :] for a in g for b in h
     ]
     return {"same sense": mean_cosine(same), "different senses": mean_cosine(different)}
+
+
+# --- the commands: minibert fill-mask, minibert classify -------------------------------------
+
+
+def _load_folder(folder: str, cls_name: str):
+    """(model, tokenizer) from a folder; anything wrong becomes one line naming the folder."""
+    from minibert import model as models
+    from minibert.tokenization import BertTokenizer
+
+    try:
+        model = getattr(models, cls_name).from_pretrained(folder)
+        return model, BertTokenizer.from_pretrained(folder)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"minibert: error: cannot load the model in {folder}: {exc}") from None
+
+
+def add_fill_mask_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``minibert fill-mask``."""
+    from minibert.options import POSITIVE_INT, argparse_type
+
+    parser.add_argument(
+        "model",
+        help="a folder written by `minibert pretrain`, or by save_pretrained of "
+        "BertForPreTraining or BertForMaskedLM",
+    )
+    parser.add_argument(
+        "text", help='a sentence with [MASK], e.g. "the [MASK] of france is paris ."'
+    )
+    parser.add_argument(
+        "--top-k",
+        type=argparse_type(int, POSITIVE_INT),
+        default=5,
+        help="how many candidates to print per [MASK]",
+    )
+
+
+def fill_mask_command(args: argparse.Namespace) -> int:
+    """Print each [MASK]'s top candidates with their probabilities; the exit code."""
+    model, tok = _load_folder(args.model, "BertForMaskedLM")  # pretraining folders load too
+    try:
+        predictions = fill_mask(model, tok, args.text, top_k=args.top_k)
+    except ValueError as exc:
+        print(f"minibert fill-mask: error: {exc}", file=sys.stderr)
+        return 1
+    for n, candidates in enumerate(predictions, start=1):
+        print(f"[MASK] {n}: " + "  ".join(f"{t} {p:.3f}" for t, p in candidates))
+    return 0
+
+
+def add_classify_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``minibert classify``."""
+    parser.add_argument("model", help="a folder written by `minibert finetune`")
+    parser.add_argument("texts", nargs="+", help="one or more texts, each in quotes")
+
+
+def classify_command(args: argparse.Namespace) -> int:
+    """Print each text's label and probability; refuse a folder without a trained head."""
+    model, tok = _load_folder(args.model, "BertForSequenceClassification")
+    if missing := model.loading_info["newly_initialized"]:  # a random head answers at random
+        print(
+            f"minibert classify: error: {args.model} has no trained classifier (its weights lack "
+            f"{', '.join(missing)}): it is a pretrained model, not a fine-tuned one; fine-tune it "
+            "first (minibert finetune --model FOLDER --out OUT)",
+            file=sys.stderr,
+        )
+        return 1
+    for text, (label, probability) in zip(args.texts, classify(model, tok, args.texts)):
+        print(f"{label}\t{probability:.3f}\t{text}")
+    return 0

@@ -18,6 +18,7 @@ when training has finished, so a failed or interrupted run never changes the mod
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -32,10 +33,25 @@ import torch
 
 from minibert import corpora, finetuning, pretraining, tasks
 from minibert.config import IGNORE_INDEX, OBJECTIVES, PRESETS, BertConfig
-from minibert.curriculum import NeighbourCurriculum
+from minibert.guidance import NeighbourGuidance
 from minibert.model import BertForPreTraining
+from minibert.options import (
+    COUNT,
+    FRACTION,
+    NON_NEGATIVE,
+    OPEN_FRACTION,
+    POSITIVE_INT,
+    UNIT_INTERVAL,
+    Check,
+    changed,
+    check_fields,
+    inherit,
+    one_of,
+    option,
+    saved,
+)
 from minibert.tokenization import BertTokenizer
-from minibert.training import train
+from minibert.training import TrainOptions, evaluate, train
 from minibert.utils import atomic_write, default_device, set_seed
 from minibert.wordpiece_trainer import train_wordpiece
 
@@ -70,6 +86,19 @@ class PretrainResult:
     heldout: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
     paused: bool = False  # stopped by stop_after before the end of its schedule: resume continues
+    steps: int = 0  # the schedule's length
+
+    def report(self) -> str:
+        """What ``minibert pretrain`` prints at the end: where the model is, held-out measures."""
+        lines = [
+            f"paused at step {len(self.history)} of {self.steps}; the run's state is in "
+            f"{self.folder}/{RUN_FOLDER} (the same command with --resume continues it)"
+            if self.paused
+            else f"saved the model, vocabulary and history to {self.folder}"
+        ]
+        if self.heldout:
+            lines.append("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in self.heldout.items()))
+        return "\n".join([*lines, f"wall time: {self.seconds:.0f} s"])
 
 
 def load_corpus(name: str | Path = "wikipedia") -> tuple[list, list]:
@@ -157,89 +186,136 @@ def check_replaceable(out: Path, overwrite: bool) -> None:
             )
 
 
-def _check_arguments(args: dict[str, Any]) -> None:
-    """Every argument of pretrain, checked before anything is read or written."""
-    if args["objective"] not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {OBJECTIVES}, got {args['objective']!r}")
-    if args["preset"] is not None and args["preset"] not in PRESETS:
-        raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {args['preset']!r}")
-    heads = PRESETS[args["preset"] or "mini"][2]
-    if args["init"] is not None:
+MIN_VOCAB, MIN_LEN = 100, 8  # the smallest vocabulary and example length a run accepts
+
+
+@dataclass(kw_only=True)
+class PretrainOptions(TrainOptions):
+    """``pretrain``'s options: the corpus, the model, the examples and masking, and the loop's."""
+
+    lr: float = inherit(TrainOptions, "lr", 1e-3)
+    eval_every: int = inherit(TrainOptions, "eval_every", 200)
+    checkpoint_every: int | None = inherit(TrainOptions, "checkpoint_every", 500)
+    group_by_length: bool = inherit(TrainOptions, "group_by_length", cli=False)
+    preset: str | None = option(
+        None,
+        help="size of a new model (layers/hidden: 2/128, 4/256, 4/512, 8/512, 12/768); "
+        "default: mini, or the --init model's size",
+        check=one_of(*PRESETS),
+    )
+    corpus: str | Path = option(
+        "wikipedia",
+        help="'wikipedia' (the course extract), 'reviews' (the review text of the Rotten "
+        "Tomatoes training movies, one document per movie, no labels; needs --objective none), "
+        "a MediaWiki dump (.xml/.xml.bz2) or a folder of .txt files",
+    )
+    init: str | Path | None = option(
+        None,
+        help="continue pretraining from a model: 'course' (the course checkpoint) or a folder "
+        "with a pretraining head; its weights, vocabulary and size are kept (no --preset, "
+        "--vocab). E.g. --init course --corpus reviews --objective none",
+    )
+    vocab: str | Path | None = option(
+        None, help="a vocab.txt or tokenizer folder; default: train one on the training articles"
+    )
+    vocab_size: int = option(
+        8000,
+        help="size of the vocabulary trained when --vocab is not given",
+        check=Check(f"an int >= {MIN_VOCAB}", lambda v: POSITIVE_INT.test(v) and v >= MIN_VOCAB),
+    )
+    max_len: int = option(
+        128,
+        help="tokens per example, [CLS] and [SEP] included",
+        check=Check(f"an int >= {MIN_LEN}", lambda v: POSITIVE_INT.test(v) and v >= MIN_LEN),
+    )
+    dropout: float = option(
+        0.1,
+        help="dropout while pretraining (hidden and attention); 0 is about 1.7x faster on a CPU. "
+        "The saved config.json keeps BERT's 0.1 for fine-tuning",
+        check=FRACTION,
+    )
+    dupe_factor: int = option(
+        5, help="times each document is cut into examples, differently", check=POSITIVE_INT
+    )
+    max_predictions: int | None = option(
+        None, help="cap on masked tokens per example (default: 15% of tokens)", check=POSITIVE_INT
+    )
+    mask_rate: float = option(
+        0.15,
+        help="share of tokens chosen for MLM in training examples (held-out ones: always 15%)",
+        check=OPEN_FRACTION,
+    )
+    whole_word: bool = option(False, help="whole-word masking")
+    static_masking: bool = option(False, help="mask each example once, not anew every epoch")
+    objective: str = option(
+        "nsp",
+        help="the sentence-level task beside MLM: next sentence prediction (BERT), sentence "
+        "order prediction (ALBERT: A and B in order or swapped) or none (RoBERTa: MLM only)",
+        check=one_of(*OBJECTIVES),
+    )
+    neighbour_steps: int = option(
+        0,
+        help="guide layer 0's first two heads to the previous/next token for this many steps "
+        "(a score bonus and an auxiliary loss, annealed to 0; the saved model is plain BERT). "
+        "Escapes the MLM plateau where plain BERT says 'the' at every [MASK]",
+        check=COUNT,
+    )
+    neighbour_bias: float = option(
+        8.0, help="the guided heads' score bonus for their neighbour at step 1", check=NON_NEGATIVE
+    )
+    neighbour_aux: float = option(
+        1.0,
+        help="weight at step 1 of the loss pulling the guided heads' own attention to the "
+        "neighbour",
+        check=NON_NEGATIVE,
+    )
+    resume: bool = option(False, help="continue the interrupted run in --out", save=False)
+    overwrite: bool = option(
+        False,
+        help="replace the model already in --out (all its files) once the new run has finished",
+        save=False,
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.neighbour_steps <= self.steps:
+            raise ValueError(f"neighbour_steps must be in [0, steps], got {self.neighbour_steps}")
         for name in ("preset", "vocab"):
-            if args[name] is not None:
+            if self.init is not None and getattr(self, name) is not None:
                 raise ValueError(
-                    f"init and {name} conflict: a run started from {args['init']} keeps that "
+                    f"init and {name} conflict: a run started from {self.init} keeps that "
                     f"model's size and vocabulary; leave out {name}"
                 )
-        init = BertConfig.from_hf_config(model_folder(args["init"]) / "config.json")
-        heads = init.num_heads
-        if args["max_len"] > init.max_position_embeddings:
+        if self.init is None and self.max_len > MAX_POSITIONS:
             raise ValueError(
-                f"max_len {args['max_len']} exceeds the {init.max_position_embeddings} positions "
-                f"of the model in {args['init']}"
+                f"max_len {self.max_len} is more than BERT's {MAX_POSITIONS} positions: a new "
+                "model's position table and attention grow with it (memory by its square)"
             )
-    positive = ("steps", "batch_size", "grad_accum_steps", "eval_every", "dupe_factor")
-    for name in (*positive, "vocab_size", "max_len", "checkpoint_every", "max_predictions"):
-        value = args[name]
-        if value is None and name not in positive:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if args["max_len"] < 8:
-        raise ValueError(f"max_len must be at least 8 tokens, got {args['max_len']}")
-    if args["init"] is None and args["max_len"] > MAX_POSITIONS:
-        raise ValueError(
-            f"max_len {args['max_len']} is more than BERT's {MAX_POSITIONS} positions: a new "
-            "model's position table and attention grow with it (memory by its square)"
-        )
-    if args["vocab_size"] < 100:
-        raise ValueError(f"vocab_size must be at least 100, got {args['vocab_size']}")
-    if not (isinstance(args["lr"], int | float) and 0 < args["lr"] < math.inf):
-        raise ValueError(f"lr must be a positive finite number, got {args['lr']!r}")
-    if not 0 <= args["weight_decay"] < math.inf:
-        raise ValueError(f"weight_decay must be >= 0, got {args['weight_decay']!r}")
-    if not 0 < args["mask_rate"] < 1:
-        raise ValueError(f"mask_rate must be in (0, 1), got {args['mask_rate']!r}")
-    if isinstance(args["neighbour_steps"], bool) or not isinstance(args["neighbour_steps"], int):
-        raise ValueError(f"neighbour_steps must be an int, got {args['neighbour_steps']!r}")
-    if not 0 <= args["neighbour_steps"] <= args["steps"]:
-        raise ValueError(f"neighbour_steps must be in [0, steps], got {args['neighbour_steps']}")
-    for name in ("neighbour_bias", "neighbour_aux"):
-        if not 0 <= args[name] < math.inf:
-            raise ValueError(f"{name} must be a finite number >= 0, got {args[name]!r}")
-    if args["neighbour_steps"] and heads < 2:
+        if str(self.corpus) == "reviews" and self.objective != "none":
+            raise ValueError(
+                "corpus 'reviews' holds snippets by different critics, one after another: there "
+                "is no next sentence or sentence order to learn; use objective 'none' (MLM only)"
+            )
+
+
+def _check_sources(o: PretrainOptions) -> None:
+    """The files a pretraining run reads (corpus, vocabulary, model to continue), checked first."""
+    heads = PRESETS[o.preset or "mini"][2]
+    if o.init is not None:
+        init = BertConfig.from_hf_config(model_folder(o.init) / "config.json")
+        heads = init.num_heads
+        if o.max_len > init.max_position_embeddings:
+            raise ValueError(
+                f"max_len {o.max_len} exceeds the {init.max_position_embeddings} positions "
+                f"of the model in {o.init}"
+            )
+    if o.neighbour_steps and heads < 2:
         raise ValueError("neighbour guidance needs a model with at least 2 heads")
-    if not 0 <= args["dropout"] < 1:
-        raise ValueError(f"dropout must be in [0, 1), got {args['dropout']!r}")
-    if args["warmup_steps"] is not None and not 0 <= args["warmup_steps"] <= args["steps"]:
-        raise ValueError(f"warmup_steps must be in [0, steps], got {args['warmup_steps']!r}")
-    if args["stop_after"] is not None and not 1 <= args["stop_after"] <= args["steps"]:
-        raise ValueError(f"stop_after must be in [1, steps], got {args['stop_after']!r}")
-    if args["threads"] is not None and args["threads"] < 1:
-        raise ValueError(f"threads must be a positive int, got {args['threads']!r}")
-    device = args["device"]
-    if device is not None:
-        try:
-            device = torch.device(device)
-        except RuntimeError as exc:
-            raise ValueError(f"device {args['device']!r} is not a device name: {exc}") from None
-        if device.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError("device 'cuda' was asked for, but this machine has no CUDA GPU")
-        mps = getattr(torch.backends, "mps", None)
-        if device.type == "mps" and not (mps is not None and mps.is_available()):
-            raise ValueError("device 'mps' was asked for, but this machine has no Apple GPU")
-    vocab = args["vocab"]
-    if vocab is not None and not Path(vocab).exists():
-        raise FileNotFoundError(f"vocab {vocab}: no such file or folder")
-    corpus = args["corpus"]
-    if str(corpus) not in CORPORA and not Path(corpus).exists():
+    if o.vocab is not None and not Path(o.vocab).exists():
+        raise FileNotFoundError(f"vocab {o.vocab}: no such file or folder")
+    if str(o.corpus) not in CORPORA and not Path(o.corpus).exists():
         raise FileNotFoundError(
-            f"corpus {corpus}: not {' or '.join(CORPORA)}, a dump file or a folder"
-        )
-    if str(corpus) == "reviews" and args["objective"] != "none":
-        raise ValueError(
-            "corpus 'reviews' holds snippets by different critics, one after another: there is "
-            "no next sentence or sentence order to learn; use objective 'none' (MLM only)"
+            f"corpus {o.corpus}: not {' or '.join(CORPORA)}, a dump file or a folder"
         )
 
 
@@ -260,141 +336,65 @@ def _tokenizer(vocab: str | Path | None, vocab_size: int, train_articles: Sequen
     )
 
 
+def _options(cls: type, options: Any, changes: dict[str, Any]) -> Any:
+    """The recipe's options: an options object, with keyword changes applied (or made of them)."""
+    try:
+        if options is None:
+            return cls(**changes)
+        return dataclasses.replace(options, **changes) if changes else options
+    except TypeError as exc:  # a misspelt or missing option: name the ones there are
+        known = ", ".join(f.name for f in dataclasses.fields(cls))
+        raise TypeError(f"{cls.__name__}: {exc}; the options are {known}") from None
+
+
+def _start(o: TrainOptions | FinetuneOptions) -> float:
+    """Seed everything and set torch's threads, as both recipes begin; the start time."""
+    set_seed(o.seed)
+    if o.threads:
+        torch.set_num_threads(o.threads)
+    return time.perf_counter()
+
+
 def pretrain(
-    out: str | Path,
-    *,
-    steps: int,
-    preset: str | None = None,
-    corpus: str | Path = "wikipedia",
-    init: str | Path | None = None,
-    vocab: str | Path | None = None,
-    vocab_size: int = 8000,
-    max_len: int = 128,
-    batch_size: int = 32,
-    grad_accum_steps: int = 1,
-    lr: float = 1e-3,
-    dropout: float = 0.1,
-    warmup_steps: int | None = None,
-    weight_decay: float = 0.01,
-    dupe_factor: int = 5,
-    max_predictions: int | None = None,
-    mask_rate: float = 0.15,
-    whole_word: bool = False,
-    static_masking: bool = False,
-    objective: str = "nsp",
-    neighbour_steps: int = 0,
-    neighbour_bias: float = 8.0,
-    neighbour_aux: float = 1.0,
-    eval_every: int = 200,
-    eval_batches: int | None = None,
-    checkpoint_every: int | None = 500,
-    resume: bool = False,
-    overwrite: bool = False,
-    stop_after: int | None = None,
-    seed: int = 0,
-    device: str | None = None,
-    threads: int | None = None,
-    progress: bool = True,
+    out: str | Path, options: PretrainOptions | None = None, *, progress: bool = True, **changes
 ) -> PretrainResult:
     """Pretrain a BERT with MLM (+ NSP, SOP or nothing: objective) and save it in `out`.
 
-    preset is the size of a new model ('mini' when neither it nor init is given). init ('course'
-    or a model folder) continues pretraining from that model instead: its weights, vocabulary and
-    size, with its heads (continued pretraining, e.g. on the review text: corpus='reviews').
+    options is a PretrainOptions; keyword changes set or override its fields:
+    ``pretrain("runs/mini", steps=2000, preset="mini")``. preset is the size of a new model
+    ('mini' when neither it nor init is given). init ('course' or a model folder) continues
+    pretraining from that model instead: its weights, vocabulary and size, with its heads
+    (continued pretraining, e.g. on the review text: corpus='reviews').
 
     dropout applies while pretraining only: the saved config.json keeps the preset's 0.1 for
     fine-tuning. mask_rate applies to the training examples; held-out examples are always masked
     at BERT's 15%, so runs compare. neighbour_steps > 0 guides layer 0's first two heads to the
-    previous and next token for that many steps (``curriculum.NeighbourCurriculum``: a score
-    bonus neighbour_bias and an auxiliary loss of weight neighbour_aux, both annealed to zero);
-    the saved model is a standard BERT. Everything else is as in ``minibert pretrain --help``.
+    previous and next token for that many steps (``guidance.NeighbourGuidance``: a score bonus
+    neighbour_bias and an auxiliary loss of weight neighbour_aux, both annealed to zero); the
+    saved model is a standard BERT. Every option is described in ``minibert pretrain --help``.
     """
-    args = dict(locals())
-    _check_arguments(args)
-    if init is None:  # a new model: the recipe names its size, as runs before --init did
-        preset = args["preset"] = preset or "mini"
+    o = _options(PretrainOptions, options, changes)
+    _check_sources(o)
+    if o.init is None and o.preset is None:  # a new model: the recipe names its size
+        o = dataclasses.replace(o, preset="mini")
     out = Path(out)
-    check_output_folder(out, overwrite, resume)
-    recipe = {
-        k: v
-        for k, v in args.items()
-        if k not in ("out", "progress", "resume", "overwrite", "stop_after")
-    }
-    recipe.update(
-        corpus=str(corpus),
-        vocab=None if vocab is None else str(vocab),
-        init=None if init is None else str(init),
-    )
+    check_output_folder(out, o.overwrite, o.resume)
     run = out / RUN_FOLDER
-    if resume:
-        saved = json.loads((run / "recipe.json").read_text(encoding="utf-8"))
-        changed = [
-            f"{k} (saved {saved[k]!r}, now {v!r})"
-            for k, v in recipe.items()
-            if k not in ("steps", "device", "threads", "eval_batches", "checkpoint_every")
-            and k in saved
-            and saved[k] != v
-        ]
-        if changed:
+    recipe = saved(o)
+    if o.resume:
+        before = json.loads((run / "recipe.json").read_text(encoding="utf-8"))
+        if differ := changed(before, o):
             raise ValueError(
-                f"--resume with options that differ from the run in {out}: {', '.join(changed)}; "
+                f"--resume with options that differ from the run in {out}: {', '.join(differ)}; "
                 "resume with the same options"
             )
-    set_seed(seed)
-    if threads:
-        torch.set_num_threads(threads)
-    started = time.perf_counter()
-    train_articles, heldout_articles = load_corpus(corpus)
-    if objective == "nsp":  # its negatives come from another document, in each part
-        for part, docs in (("training", train_articles), ("held-out", heldout_articles)):
-            if len(docs) < 2:
-                raise ValueError(
-                    f"corpus {corpus}: {len(docs)} {part} document(s), and next sentence "
-                    "prediction needs at least two in each part (more documents, or "
-                    "--objective sop or none)"
-                )
-    print(f"corpus: {len(train_articles)} training and {len(heldout_articles)} held-out documents")
-    source = None if init is None else model_folder(init)
-    tok = _tokenizer(source or vocab, vocab_size, train_articles, run)
-    data_kwargs = dict(whole_word=whole_word, max_predictions=max_predictions)
-    train_examples = pretraining.create_examples(
-        pretraining.tokenize_documents(train_articles, tok),
-        max_len,
-        objective=objective,
-        dupe_factor=dupe_factor,
-        seed=seed,
-    )
-    train_data = pretraining.PretrainingDataset.from_tokenizer(
-        train_examples,
-        tok,
-        dynamic=not static_masking,
-        seed=seed,
-        mlm_probability=mask_rate,
-        **data_kwargs,
-    )
-    eval_data = pretraining.heldout_dataset(
-        heldout_articles, tok, max_len, objective=objective, seed=seed + 1, **data_kwargs
-    )
-    print(
-        f"examples: {len(train_data):,} training, {len(eval_data):,} held-out (max_len {max_len})"
-    )
-    if source is None:
-        config = BertConfig.preset(
-            preset, vocab_size=len(tok.vocab), max_position_embeddings=max(max_len, 128)
-        )
-        model = BertForPreTraining(
-            config.replace(hidden_dropout=dropout, attention_dropout=dropout)
-        )
-    else:  # continued pretraining: the folder's weights and heads, this run's dropout
-        config = BertConfig.from_hf_config(source / "config.json")
-        model = BertForPreTraining.from_pretrained(
-            source, hidden_dropout=dropout, attention_dropout=dropout
-        )
-    if neighbour_steps:
-        model = NeighbourCurriculum(
-            model, neighbour_bias, neighbour_aux, neighbour_steps * grad_accum_steps
-        )
-    if overwrite and not resume and run.exists():
+    started = _start(o)
+    train_articles, heldout_articles = _pretraining_corpus(o)
+    source = None if o.init is None else model_folder(o.init)
+    tok = _tokenizer(source or o.vocab, o.vocab_size, train_articles, run)
+    train_data, eval_data = _pretraining_data(o, tok, train_articles, heldout_articles)
+    config, model = _pretraining_model(o, source, len(tok.vocab))
+    if o.overwrite and not o.resume and run.exists():
         shutil.rmtree(run)  # an abandoned run of the model being replaced
     run.mkdir(parents=True, exist_ok=True)
     tok.save_pretrained(run)
@@ -403,33 +403,84 @@ def pretrain(
         model,
         train_data,
         eval_data,
-        steps=steps,
-        batch_size=batch_size,
-        lr=lr,
-        warmup_steps=warmup_steps,
-        weight_decay=weight_decay,
-        grad_accum_steps=grad_accum_steps,
-        eval_every=eval_every,
-        eval_batches=eval_batches,
+        o,
         collate_fn=lambda batch: pretraining.collate(batch, tok.pad_token_id),
         metrics_fn=pretraining.metrics_for(tok),
         out_dir=run,
-        checkpoint_every=checkpoint_every,
-        resume=resume,
-        seed=seed,
-        device=device or default_device(),
+        resume=o.resume,
         progress=progress,
         forward_kwargs={"sparse_mlm": True},  # score only masked positions: same loss, faster
-        stop_after=stop_after,
+        device=o.device or str(default_device()),
     )
     heldout = {k[len("eval_") :]: v for k, v in history[-1].items() if k.startswith("eval_")}
-    if len(history) < steps:  # paused by stop_after: the state stays in the run folder
-        return PretrainResult(out, history, heldout, time.perf_counter() - started, paused=True)
-    if isinstance(model, NeighbourCurriculum):
+    if len(history) < o.steps:  # paused by stop_after: the state stays in the run folder
+        seconds = time.perf_counter() - started
+        return PretrainResult(out, history, heldout, seconds, paused=True, steps=o.steps)
+    if isinstance(model, NeighbourGuidance):
         model = model.finish()  # standard attention again: a plain BERT
     model.config = config  # saved with the preset's dropout, for fine-tuning
-    _put_in_place(out, model, tok, {"history.json": history, "recipe.json": recipe}, overwrite)
-    return PretrainResult(out, history, heldout, time.perf_counter() - started)
+    _put_in_place(out, model, tok, {"history.json": history, "recipe.json": recipe}, o.overwrite)
+    return PretrainResult(out, history, heldout, time.perf_counter() - started, steps=o.steps)
+
+
+def _pretraining_corpus(o: PretrainOptions) -> tuple[list, list]:
+    """(training, held-out) documents of the run's corpus, refused if NSP cannot use them."""
+    train_articles, heldout_articles = load_corpus(o.corpus)
+    if o.objective == "nsp":  # its negatives come from another document, in each part
+        for part, docs in (("training", train_articles), ("held-out", heldout_articles)):
+            if len(docs) < 2:
+                raise ValueError(
+                    f"corpus {o.corpus}: {len(docs)} {part} document(s), and next sentence "
+                    "prediction needs at least two in each part (more documents, or "
+                    "--objective sop or none)"
+                )
+    print(f"corpus: {len(train_articles)} training and {len(heldout_articles)} held-out documents")
+    return train_articles, heldout_articles
+
+
+def _pretraining_data(o: PretrainOptions, tok: BertTokenizer, train_articles, heldout_articles):
+    """(training, held-out) masked examples: masked anew each epoch unless static_masking."""
+    masking = dict(whole_word=o.whole_word, max_predictions=o.max_predictions)
+    train_examples = pretraining.create_examples(
+        pretraining.tokenize_documents(train_articles, tok),
+        o.max_len,
+        objective=o.objective,
+        dupe_factor=o.dupe_factor,
+        seed=o.seed,
+    )
+    train_data = pretraining.PretrainingDataset.from_tokenizer(
+        train_examples,
+        tok,
+        dynamic=not o.static_masking,
+        seed=o.seed,
+        mlm_probability=o.mask_rate,
+        **masking,
+    )
+    eval_data = pretraining.heldout_dataset(
+        heldout_articles, tok, o.max_len, objective=o.objective, seed=o.seed + 1, **masking
+    )
+    print(
+        f"examples: {len(train_data):,} training, {len(eval_data):,} held-out (max_len {o.max_len})"
+    )
+    return train_data, eval_data
+
+
+def _pretraining_model(o: PretrainOptions, source: Path | None, vocab_size: int):
+    """(the config to save, the model to train): new of the preset, or the source's, guided."""
+    dropout = {"hidden_dropout": o.dropout, "attention_dropout": o.dropout}
+    if source is None:
+        config = BertConfig.preset(
+            o.preset, vocab_size=vocab_size, max_position_embeddings=max(o.max_len, 128)
+        )
+        model = BertForPreTraining(config.replace(**dropout))
+    else:  # continued pretraining: the folder's weights and heads, this run's dropout
+        config = BertConfig.from_hf_config(source / "config.json")
+        model = BertForPreTraining.from_pretrained(source, **dropout)
+    if o.neighbour_steps:
+        model = NeighbourGuidance(
+            model, o.neighbour_bias, o.neighbour_aux, o.neighbour_steps * o.grad_accum_steps
+        )
+    return config, model
 
 
 def _put_in_place(out: Path, model, tok, files: dict[str, Any], overwrite: bool) -> None:
@@ -470,6 +521,21 @@ class FinetuneResult:
     test: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
 
+    def report(self) -> str:
+        """What ``minibert finetune`` prints at the end: dev per evaluation, best dev and test."""
+        lines = [
+            f"step {h['step']:>6,}: dev accuracy {h['eval_accuracy']:.4f}"
+            for h in self.history
+            if "eval_accuracy" in h
+        ]
+        lines.append(
+            f"best dev accuracy {self.dev['accuracy']:.4f}; test accuracy "
+            f"{self.test['accuracy']:.4f}, F1 {self.test['f1']:.4f} "
+            f"({self.test['examples']:,} {self.test['unit']}s)"
+        )
+        lines.append(f"saved the classifier, tokenizer and results.json to {self.folder}")
+        return "\n".join([*lines, f"wall time: {self.seconds:.0f} s"])
+
 
 def model_folder(name: str | Path) -> Path:
     """A course checkpoint by name ('course'), 'minilm' or a model folder."""
@@ -500,98 +566,120 @@ def default_lr(config: BertConfig) -> float:
     return SMALL_MODEL_LR if config.hidden_size < 384 else LARGE_MODEL_LR
 
 
+@dataclass(kw_only=True)
+class FinetuneOptions:
+    """``finetune``'s options: the model, the task, the schedule and the loop's shared ones."""
+
+    model: str | Path = option(
+        "course",
+        help="'course' (the course checkpoint, Wikipedia), 'course-reviews' (the course "
+        "checkpoint continued on the training movies' review text), 'minilm' (the pretrained "
+        "MiniLM) or a model folder",
+    )
+    scratch: bool = option(
+        False,
+        help="start from random weights of the same size and vocabulary (what pretraining buys)",
+    )
+    task: str = option(
+        "rotten-tomatoes",
+        help="; ".join(f"{t.name}: {t.description}" for t in tasks.TASKS.values()),
+        check=tasks.check_name,
+    )
+    epochs: int = option(3, help="passes over the training examples", check=POSITIVE_INT)
+    max_steps: int | None = option(
+        None,
+        help="stop after this many optimizer steps instead (default: --epochs)",
+        check=POSITIVE_INT,
+    )
+    lr: float | None = inherit(
+        TrainOptions,
+        "lr",
+        None,
+        help="peak learning rate of AdamW (default: measured per model size: 1e-3 for the "
+        "course's small models, 5e-5 for MiniLM and larger)",
+    )
+    batch_size: int = inherit(TrainOptions, "batch_size")
+    max_length: int = option(
+        128, help="tokens per example, [CLS]/[SEP] included", check=POSITIVE_INT
+    )
+    train_examples: int | None = option(
+        None,
+        help="train on a random subset of this many examples (default: all)",
+        check=POSITIVE_INT,
+    )
+    freeze_encoder: bool = option(
+        False, help="train only the classifier on frozen features (a linear probe)"
+    )
+    reinit_layers: int = option(
+        0,
+        help="re-initialise the pooler and the top N encoder layers first (Zhang et al., 2021)",
+        check=COUNT,
+    )
+    warmup_fraction: float = option(
+        0.1, help="share of the steps spent warming the learning rate up", check=UNIT_INTERVAL
+    )
+    weight_decay: float = inherit(TrainOptions, "weight_decay")
+    evaluations: int = option(
+        MAX_EVALUATIONS,
+        help="dev evaluations at most (after each epoch, or every few epochs on a small subset)",
+        check=POSITIVE_INT,
+    )
+    overwrite: bool = inherit(PretrainOptions, "overwrite")
+    seed: int = inherit(TrainOptions, "seed")
+    device: str | None = inherit(TrainOptions, "device")
+    threads: int | None = inherit(TrainOptions, "threads")
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
 def finetune(
-    out: str | Path,
-    *,
-    model: str | Path = "course",
-    task: str = "rotten-tomatoes",
-    scratch: bool = False,
-    epochs: int = 3,
-    max_steps: int | None = None,
-    lr: float | None = None,
-    batch_size: int = 32,
-    max_length: int = 128,
-    train_examples: int | None = None,
-    freeze_encoder: bool = False,
-    reinit_layers: int = 0,
-    warmup_fraction: float = 0.1,
-    weight_decay: float = 0.01,
-    overwrite: bool = False,
-    seed: int = 0,
-    device: str | None = None,
-    threads: int | None = None,
-    progress: bool = True,
-    evaluations: int = MAX_EVALUATIONS,
+    out: str | Path, options: FinetuneOptions | None = None, *, progress: bool = True, **changes
 ) -> FinetuneResult:
     """Fine-tune a pretrained BERT folder (or a random one of its size) on a task; save it in out.
 
-    Evaluates on dev after every epoch (at most `evaluations` times: a small subset trained for
-    many epochs is evaluated every few epochs), keeps the best dev weights, then measures test and saves
-    a Hugging Face folder (config with the label names, weights, tokenizer, results.json).
-    Training batches hold texts of similar length (group_by_length), which halves the padding.
-    freeze_encoder trains only the classifier (a linear probe); reinit_layers re-initialises the
-    pooler and the top N encoder layers before training (Zhang et al., 2021). lr=None takes
-    ``default_lr`` of the model's size (1e-3 for the course's small models, 5e-5 for MiniLM).
+    options is a FinetuneOptions; keyword changes set or override its fields:
+    ``finetune("runs/rt", model="course", train_examples=1024)``. Evaluates on dev after every
+    epoch (at most `evaluations` times: a small subset trained for many epochs is evaluated every
+    few epochs), keeps the best dev weights, then measures test and saves a Hugging Face folder
+    (config with the label names, weights, tokenizer, results.json). Training batches hold texts
+    of similar length (group_by_length), which halves the padding. freeze_encoder trains only
+    the classifier (a linear probe); reinit_layers re-initialises the pooler and the top N
+    encoder layers before training (Zhang et al., 2021). lr=None takes ``default_lr`` of the
+    model's size (1e-3 for the course's small models, 5e-5 for MiniLM).
     """
-    spec = tasks.get(task)  # an unknown task is an error naming the known ones
-    for name, value in (("epochs", epochs), ("batch_size", batch_size), ("max_length", max_length)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    for name, value in (
-        ("max_steps", max_steps),
-        ("train_examples", train_examples),
-        ("evaluations", evaluations),
-    ):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 1
-        ):
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if lr is not None and not (isinstance(lr, int | float) and 0 < lr < math.inf):
-        raise ValueError(f"lr must be a positive finite number, got {lr!r}")
-    if not 0 <= warmup_fraction <= 1:
-        raise ValueError(f"warmup_fraction must be in [0, 1], got {warmup_fraction!r}")
+    o = _options(FinetuneOptions, options, changes)
+    spec = tasks.get(o.task)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file; give a folder")
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
+    if out.is_dir() and any(out.iterdir()) and not o.overwrite:
         raise ValueError(f"--out {out} is not empty; pass --overwrite to replace what is there")
-    check_replaceable(out, overwrite)
-    source = model_folder(model)
-    set_seed(seed)
-    if threads:
-        torch.set_num_threads(threads)
-    started = time.perf_counter()
+    check_replaceable(out, o.overwrite)
+    source = model_folder(o.model)
+    started = _start(o)
     tok = BertTokenizer.from_pretrained(source)
-    names, cls = spec.labels, spec.model_class
-    config = BertConfig.from_hf_config(source).replace(num_labels=len(names), label_names=names)
-    lr = default_lr(config) if lr is None else lr
-    if not 0 <= reinit_layers <= config.num_layers:
-        raise ValueError(f"reinit_layers must be in [0, {config.num_layers}], got {reinit_layers}")
-    if max_length > config.max_position_embeddings:
+    config = BertConfig.from_hf_config(source).replace(
+        num_labels=len(spec.labels), label_names=spec.labels
+    )
+    lr = default_lr(config) if o.lr is None else o.lr
+    if not o.reinit_layers <= config.num_layers:
         raise ValueError(
-            f"max_length {max_length} exceeds the model's {config.max_position_embeddings} positions"
+            f"reinit_layers must be in [0, {config.num_layers}], got {o.reinit_layers}"
         )
-    train_data, dev_data, test_data = spec.datasets(tok, max_length, train_examples, seed)
-    if len(train_data) < batch_size:
+    if o.max_length > config.max_position_embeddings:
         raise ValueError(
-            f"{len(train_data)} training examples is fewer than one batch of {batch_size}"
+            f"max_length {o.max_length} exceeds the model's {config.max_position_embeddings} "
+            "positions"
         )
-    if scratch:
-        net = cls(config)  # the same size and vocabulary, random weights
-    else:  # a new classifier of the task's size, unless the folder holds one already
-        net = cls.from_pretrained(source, num_labels=len(names), label_names=names)
-    if reinit_layers:
-        parts = [*net.bert.encoder.layers[-reinit_layers:]]
-        if getattr(net.bert, "pooler", None) is not None:
-            parts.append(net.bert.pooler)
-        for part in parts:
-            net.init_weights(part)
-    if freeze_encoder:
-        for p in net.bert.parameters():
-            p.requires_grad_(False)
-    steps_per_epoch = len(train_data) // batch_size
-    steps = max_steps or epochs * steps_per_epoch
-    metrics_fn = spec.metrics
+    train_data, dev_data, test_data = spec.datasets(tok, o.max_length, o.train_examples, o.seed)
+    if len(train_data) < o.batch_size:
+        raise ValueError(
+            f"{len(train_data)} training examples is fewer than one batch of {o.batch_size}"
+        )
+    net = _classifier(o, spec, source, config)
+    steps_per_epoch = len(train_data) // o.batch_size
+    steps = o.max_steps or o.epochs * steps_per_epoch
     best: dict[str, Any] = {"accuracy": -1.0}
 
     def keep_best(history: list[dict]) -> None:
@@ -604,77 +692,89 @@ def finetune(
             )
 
     collate = lambda batch: finetuning.collate(batch, tok.pad_token_id)  # noqa: E731
+    loop = TrainOptions(
+        steps=steps,
+        batch_size=o.batch_size,
+        lr=lr,
+        warmup_steps=round(o.warmup_fraction * steps),
+        weight_decay=o.weight_decay,
+        eval_every=min(max(steps_per_epoch, math.ceil(steps / o.evaluations)), steps),
+        group_by_length=True,
+        seed=o.seed,
+        device=o.device or str(default_device()),
+    )
     history = train(
         net,
         train_data,
         by_length(dev_data),  # the same measures; batches of similar length pad less
-        steps=steps,
-        batch_size=batch_size,
-        lr=lr,
-        warmup_steps=round(warmup_fraction * steps),
-        weight_decay=weight_decay,
-        eval_every=min(max(steps_per_epoch, math.ceil(steps / evaluations)), steps),
+        loop,
         collate_fn=collate,
-        metrics_fn=metrics_fn,
-        seed=seed,
-        device=device or default_device(),
+        metrics_fn=spec.metrics,
         progress=progress,
         on_eval=keep_best,
-        group_by_length=True,
     )
     net.load_state_dict(best["state"])
     dev = _measure(net, dev_data, collate, spec.unit)
     test = _measure(net, test_data, collate, spec.unit)
     results = {
-        "task": task,
-        "model": str(model),
-        "scratch": scratch,
+        "task": o.task,
+        "model": str(o.model),
+        "scratch": o.scratch,
         "best_dev_step": best["step"],
         "dev": dev,
         "test": test,
-        "options": dict(
-            epochs=epochs,
-            max_steps=max_steps,
-            steps=steps,
-            lr=lr,
-            batch_size=batch_size,
-            max_length=max_length,
-            train_examples=train_examples,
-            freeze_encoder=freeze_encoder,
-            reinit_layers=reinit_layers,
-            seed=seed,
-            evaluations=evaluations,
-        ),  # fmt: skip
+        "options": saved(o) | {"steps": steps, "lr": lr},
         "train_size": len(train_data),
         "seconds": round(time.perf_counter() - started, 1),
     }
-    _put_in_place(out, net, tok, {"history.json": history, "results.json": results}, overwrite)
+    files = {"history.json": history, "results.json": results}
+    _put_in_place(out, net, tok, files, o.overwrite)
     return FinetuneResult(out, history, dev, test, time.perf_counter() - started)
 
 
-@torch.no_grad()
+def _classifier(o: FinetuneOptions, spec: tasks.Task, source: Path, config: BertConfig):
+    """The task's model: the folder's weights with a new head (or random weights for scratch),
+    its top layers re-initialised and its encoder frozen as the options say."""
+    if o.scratch:
+        net = spec.model_class(config)  # the same size and vocabulary, random weights
+    else:  # a new classifier of the task's size, unless the folder holds one already
+        net = spec.model_class.from_pretrained(
+            source, num_labels=len(spec.labels), label_names=spec.labels
+        )
+    if o.reinit_layers:
+        parts = [*net.bert.encoder.layers[-o.reinit_layers :]]
+        if getattr(net.bert, "pooler", None) is not None:
+            parts.append(net.bert.pooler)
+        for part in parts:
+            net.init_weights(part)
+    if o.freeze_encoder:
+        for p in net.bert.parameters():
+            p.requires_grad_(False)
+    return net
+
+
 def _measure(net, data, collate, unit: str) -> dict[str, Any]:
-    """Accuracy, F1 of label 1 and the confusion matrix of a model on a dataset."""
-    net.eval()
-    device = next(net.parameters()).device
-    labels, predictions, per_example = [], [], {}
+    """Accuracy, F1 of label 1, the confusion matrix and each text's prediction on a dataset."""
     order = sorted(range(len(data)), key=lambda i: -len(data[i]["input_ids"]))  # less padding
-    for start in range(0, len(order), 64):
-        rows = order[start : start + 64]
-        batch = {k: v.to(device) for k, v in collate([data[i] for i in rows]).items()}
-        guess = net(**{k: v for k, v in batch.items() if k != "labels"}).logits.argmax(-1)
+    labels, predictions, per_text = [], [], []
+
+    def collect(batch: dict, out: Any) -> dict:
+        guess = out.logits.argmax(-1)
         keep = batch["labels"] != IGNORE_INDEX
-        labels += batch["labels"][keep].tolist()
-        predictions += guess[keep].tolist()
-        if guess.dim() == 1:  # a label per text: remember each text's, in the data's order
-            per_example.update(zip(rows, guess.tolist()))
+        labels.extend(batch["labels"][keep].tolist())
+        predictions.extend(guess[keep].tolist())
+        if guess.dim() == 1:  # a label per text
+            per_text.extend(guess.tolist())
+        return {}
+
+    evaluate(net, [data[i] for i in order], 64, collate, metrics_fn=collect)
     measured = {
         **finetuning.scores(labels, predictions, net.config.num_labels),
         "examples": len(labels),
         "unit": unit,
     }
-    if per_example:
-        measured["predictions"] = [per_example[i] for i in range(len(data))]
+    if per_text:  # back in the data's order
+        measured["predictions"] = [guess for _, guess in sorted(zip(order, per_text))]
     return measured
 
 

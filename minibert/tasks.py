@@ -19,7 +19,7 @@ from typing import Any
 from minibert import corpora, finetuning
 from minibert.model import BertForSequenceClassification, BertForTokenClassification
 
-__all__ = ["TASKS", "Task", "get", "register"]
+__all__ = ["TASKS", "Task", "check_name", "get", "register"]
 
 # (tokenizer, max_length, train_examples or None, seed) -> (train, dev, test) datasets
 Loader = Callable[[Any, int, "int | None", int], tuple[Any, Any, Any]]
@@ -53,10 +53,15 @@ def register(task: Task) -> Task:
     return task
 
 
+def check_name(name: object) -> str | None:
+    """None for a registered task's name, else what is wrong (the options' check of --task)."""
+    return None if name in TASKS else f"must be one of {', '.join(map(repr, sorted(TASKS)))}"
+
+
 def get(name: str) -> Task:
     """The registered task of that name; an unknown name raises, listing the known ones."""
-    if name not in TASKS:
-        raise ValueError(f"task must be one of {sorted(TASKS)}, got {name!r}")
+    if problem := check_name(name):
+        raise ValueError(f"task {problem}, got {name!r}")
     return TASKS[name]
 
 

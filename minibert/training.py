@@ -21,34 +21,125 @@ Ctrl-C, which takes effect when the current step is done (a second Ctrl-C stops 
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from minibert.utils import atomic_write, remove_partial_files
+from minibert.options import (
+    COUNT,
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    check_fields,
+    option,
+    saved,
+)
+from minibert.utils import atomic_write, evaluating, remove_partial_files
 
-__all__ = ["TrainingError", "evaluate", "linear_schedule", "make_optimizer", "train"]
+__all__ = [
+    "TrainOptions",
+    "TrainingError",
+    "evaluate",
+    "linear_schedule",
+    "make_optimizer",
+    "train",
+]
 
 STATE_FILE = "training_state.pt"
-# settings a resumed run must share with the run that wrote the checkpoint
-RESUME_SETTINGS = (
-    "steps",
-    "batch_size",
-    "lr",
-    "weight_decay",
-    "warmup_steps",
-    "max_grad_norm",
-    "grad_accum_steps",
-    "seed",
-    "group_by_length",
-)
+
+
+def _device_problem(name: Any) -> str | None:
+    """None for a device this machine has ('cpu', 'cuda', 'cuda:1', 'mps'), else what is wrong."""
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError) as exc:
+        return f"must name a device ({exc})"
+    mps = getattr(torch.backends, "mps", None)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        return "must be a device this machine has (it has no CUDA GPU)"
+    if device.type == "mps" and not (mps is not None and mps.is_available()):
+        return "must be a device this machine has (it has no Apple GPU)"
+    return None
+
+
+@dataclass(kw_only=True)
+class TrainOptions:
+    """The loop's options: schedule, batches, evaluation, checkpoints, seed and device."""
+
+    steps: int = option(help="optimizer steps", check=POSITIVE_INT)
+    batch_size: int = option(32, help="examples per micro-batch", check=POSITIVE_INT)
+    grad_accum_steps: int = option(1, help="micro-batches per optimizer step", check=POSITIVE_INT)
+    lr: float = option(1e-4, help="peak learning rate of AdamW", check=POSITIVE)
+    warmup_steps: int | None = option(
+        None, help="linear warm-up steps (default: 10% of the steps)", check=COUNT
+    )
+    weight_decay: float = option(
+        0.01, help="AdamW weight decay (not on biases and LayerNorm)", check=NON_NEGATIVE
+    )
+    max_grad_norm: float | None = option(
+        1.0, help="clip the gradient's norm to this (None: no clipping)", check=POSITIVE
+    )
+    group_by_length: bool = option(
+        False, help="batch examples of similar length together (less padding when fine-tuning)"
+    )
+    eval_every: int = option(100, help="steps between held-out evaluations", check=POSITIVE_INT)
+    eval_batches: int | None = option(
+        None, help="limit held-out evaluation to this many batches", check=POSITIVE_INT,
+        resume="free",
+    )  # fmt: skip
+    checkpoint_every: int | None = option(
+        None, help="steps between checkpoints", check=POSITIVE_INT, resume="free"
+    )
+    stop_after: int | None = option(
+        None,
+        help="pause after this many steps of the schedule (state saved; resume continues): "
+        "compare recipes on their first steps, or train a little at a time",
+        check=POSITIVE_INT,
+        resume="free",
+        save=False,
+    )
+    seed: int = option(
+        0, help="seed for data order, masking, initialisation and dropout", check=COUNT
+    )
+    device: str | None = option(
+        None, help="cpu, cuda or mps (default: the GPU when present)", check=_device_problem,
+        resume="free",
+    )  # fmt: skip
+    threads: int | None = option(
+        None, help="CPU threads for torch (default: torch's choice)", check=POSITIVE_INT,
+        resume="free",
+    )  # fmt: skip
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        for name, low in (("warmup_steps", 0), ("stop_after", 1)):
+            value = getattr(self, name)
+            if value is not None and not low <= value <= self.steps:
+                raise ValueError(f"{name} must be in [{low}, steps={self.steps}], got {value!r}")
+
+    @property
+    def warmup(self) -> int:
+        """The warm-up steps: as given, or 10% of the steps (at least 1)."""
+        return self.warmup_steps if self.warmup_steps is not None else max(1, self.steps // 10)
+
+
+def _train_settings(options: TrainOptions) -> dict[str, Any]:
+    """What a checkpoint records of the loop's options (warm-up resolved)."""
+    return {
+        f.name: saved(options)[f.name]
+        for f in dataclasses.fields(TrainOptions)
+        if f.metadata["save"] and f.metadata["resume"] == "same"
+    } | {"warmup_steps": options.warmup}
+
 
 Batch = dict[str, torch.Tensor]
 MetricsFn = Callable[[Batch, Any], dict[str, tuple[float, float]]]  # name -> (sum, count)
@@ -59,16 +150,11 @@ class TrainingError(RuntimeError):
 
 
 def make_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.01) -> torch.optim.AdamW:
-    """AdamW with weight decay on weight matrices only: no decay on biases and LayerNorm parameters."""
-    decay, no_decay = [], []
-    for name, param in model.named_parameters():
-        if not param.requires_grad:
-            continue
-        is_norm = "norm" in name.lower() or name.lower().endswith(("ln.weight", "ln_f.weight"))
-        (no_decay if param.ndim < 2 or is_norm else decay).append(param)
+    """AdamW with weight decay on weight matrices only: none on biases and LayerNorm (1-D) ones."""
+    trained = [p for p in model.parameters() if p.requires_grad]
     groups = [
-        {"params": decay, "weight_decay": weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
+        {"params": [p for p in trained if p.ndim >= 2], "weight_decay": weight_decay},
+        {"params": [p for p in trained if p.ndim < 2], "weight_decay": 0.0},
     ]
     return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=1e-6)
 
@@ -98,10 +184,8 @@ def evaluate(
     if len(data) == 0:
         raise ValueError("the evaluation set is empty: there is nothing to measure on")
     device = torch.device(device) if device is not None else next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     totals: dict[str, list[float]] = {}
-    try:
+    with evaluating(model):
         for batches, start in enumerate(range(0, len(data), batch_size)):
             if max_batches is not None and batches >= max_batches:
                 break
@@ -114,8 +198,6 @@ def evaluate(
                 sums = totals.setdefault(name, [0.0, 0.0])
                 sums[0] += total
                 sums[1] += count
-    finally:
-        model.train(was_training)
     return {name: total / count for name, (total, count) in totals.items() if count}
 
 
@@ -189,7 +271,7 @@ def _restore_state(
     saved = state.get("settings", {})
     differ = [
         f"{k}={run['settings'][k]!r} (the checkpoint has {saved[k]!r})"
-        for k in RESUME_SETTINGS
+        for k in run["settings"]
         if k in saved and saved[k] != run["settings"][k]
     ]
     if differ:
@@ -236,85 +318,35 @@ def train(
     model: nn.Module,
     train_data: Sequence,
     eval_data: Sequence | None = None,
+    options: TrainOptions | None = None,
     *,
-    steps: int,
-    batch_size: int = 32,
-    lr: float = 1e-4,
-    weight_decay: float = 0.01,
-    warmup_steps: int | None = None,
-    max_grad_norm: float | None = 1.0,
-    grad_accum_steps: int = 1,
-    eval_every: int = 100,
-    eval_batches: int | None = None,
     collate_fn: Callable | None = None,
     metrics_fn: MetricsFn | None = None,
     out_dir: str | Path | None = None,
-    checkpoint_every: int | None = None,
     resume: bool = False,
-    seed: int = 0,
-    device: torch.device | str | None = None,
     progress: bool = True,
     on_eval: Callable[[list[dict]], None] | None = None,
     forward_kwargs: dict[str, Any] | None = None,
-    stop_after: int | None = None,
-    group_by_length: bool = False,
+    **changes: Any,
 ) -> list[dict[str, float]]:
-    """Train `model` for `steps` optimizer steps; return the history (one dict per step).
+    """Train `model` for options.steps optimizer steps; return the history (one dict per step).
 
-    metrics_fn(batch, output) -> {name: (sum, count)} adds the task's held-out measures;
-    forward_kwargs are extra arguments for the model in training steps (not in evaluation),
-    e.g. {"sparse_mlm": True} for BertForPreTraining. stop_after pauses the run after that many
-    steps of its `steps`-step schedule and saves its state: resume=True continues it.
-    group_by_length batches examples of similar length (len of each item's "input_ids") together,
-    which saves the padding of short texts of mixed lengths (fine-tuning; not pretraining).
+    options is a TrainOptions; keyword changes set or override its fields:
+    ``train(model, data, steps=300, lr=1e-3)``. metrics_fn(batch, output) -> {name: (sum, count)}
+    adds the task's held-out measures; forward_kwargs are extra arguments for the model in
+    training steps (not in evaluation), e.g. {"sparse_mlm": True} for BertForPreTraining.
+    stop_after pauses the run after that many steps of its schedule and saves its state:
+    resume=True continues it. group_by_length batches examples of similar length (len of each
+    item's "input_ids") together, which saves the padding of short texts of mixed lengths.
     """
-    for name, value in (
-        ("steps", steps),
-        ("batch_size", batch_size),
-        ("grad_accum_steps", grad_accum_steps),
-        ("eval_every", eval_every),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if not lr > 0 or lr == float("inf"):
-        raise ValueError(f"lr must be a positive finite number, got {lr!r}")
-    if len(train_data) < batch_size:
-        raise ValueError(
-            f"train_data has {len(train_data)} examples, fewer than one batch of {batch_size}"
-        )
-    if eval_data is not None and len(eval_data) == 0:
-        raise ValueError("eval_data is empty; pass None to train without evaluation")
-    if (checkpoint_every or resume or stop_after) and out_dir is None:
-        raise ValueError("checkpoints, stop_after and resume need out_dir")
-    if stop_after is not None and not 1 <= stop_after <= steps:
-        raise ValueError(f"stop_after must be in [1, steps={steps}], got {stop_after!r}")
-    device = torch.device(device) if device is not None else next(model.parameters()).device
+    o = _with_changes(options, changes)
+    _check_run(o, train_data, eval_data, out_dir, resume)
+    if o.threads:
+        torch.set_num_threads(o.threads)
+    device = torch.device(o.device) if o.device else next(model.parameters()).device
     model.to(device)
-    warmup = warmup_steps if warmup_steps is not None else max(1, steps // 10)
-    optimizer = make_optimizer(model, lr, weight_decay)
-    run: dict[str, Any] = {
-        "model": model,
-        "optimizer": optimizer,
-        "scheduler": torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda s: linear_schedule(s, warmup, steps)
-        ),
-        "step": 0,
-        "history": [],
-        "seconds": 0.0,
-        "eval_pending": False,
-        "settings": dict(
-            steps=steps,
-            batch_size=batch_size,
-            lr=lr,
-            weight_decay=weight_decay,
-            warmup_steps=warmup,
-            max_grad_norm=max_grad_norm,
-            grad_accum_steps=grad_accum_steps,
-            seed=seed,
-            group_by_length=group_by_length,
-        ),
-    }
-    lengths = [len(item["input_ids"]) for item in train_data] if group_by_length else None
+    run = _new_run(model, o)
+    lengths = [len(item["input_ids"]) for item in train_data] if o.group_by_length else None
     state_path = Path(out_dir) / STATE_FILE if out_dir is not None else None
     leftovers = remove_partial_files(out_dir) if out_dir is not None else []  # a hard kill's
     if resume:
@@ -322,7 +354,7 @@ def train(
 
     def evaluate_now() -> None:
         metrics = evaluate(
-            model, eval_data, batch_size, collate_fn, eval_batches, device, metrics_fn
+            model, eval_data, o.batch_size, collate_fn, o.eval_batches, device, metrics_fn
         )
         record = run["history"][-1]
         record.update({f"eval_{k}": v for k, v in metrics.items()})
@@ -337,56 +369,38 @@ def train(
 
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=steps, initial=run["step"], desc="training", disable=not progress, unit="step")
+    bar = tqdm(
+        total=o.steps, initial=run["step"], desc="training", disable=not progress, unit="step"
+    )
     model.train()
     started = time.perf_counter()
-    phase = "boundary"  # where an interrupt lands: boundary, step, update or eval
+    at: dict[str, Any] = {"phase": "boundary"}  # where an interrupt lands (_to_boundary)
     try:
         with _deferred_ctrl_c() as ctrl_c:
             if run["eval_pending"]:  # the saved run was interrupted during this evaluation
-                phase = "eval"
+                at["phase"] = "eval"
                 evaluate_now()
-            while run["step"] < min(steps, stop_after or steps):
+            while run["step"] < (o.stop_after or o.steps):
                 if ctrl_c["stop"]:
                     raise KeyboardInterrupt
-                phase, step_rng, step = "step", torch.get_rng_state(), run["step"]
-                loss_value = _forward_backward(
-                    model, train_data, step, batch_size, grad_accum_steps, seed, collate_fn,
-                    device, forward_kwargs, run["scheduler"], lengths,
-                )  # fmt: skip
-                grad_norm = None
-                if max_grad_norm is not None:
-                    grad_norm = float(nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm))
-                phase, adam_before = "update", _adam_steps(optimizer)
-                optimizer.step()
-                phase = "bookkeeping"
-                _finish_step(run, step, loss_value, grad_norm, batch_size * grad_accum_steps)
+                _step(run, at, lambda: _forward_backward(run, train_data, collate_fn, device,
+                                                         forward_kwargs, lengths))  # fmt: skip
                 bar.update(1)
-                bar.set_postfix(loss=f"{loss_value:.3f}")
+                bar.set_postfix(loss=f"{at['loss']:.3f}")
                 if eval_data is not None and (
-                    run["step"] % eval_every == 0 or run["step"] == steps
+                    run["step"] % o.eval_every == 0 or run["step"] == o.steps
                 ):
-                    phase, run["eval_pending"] = "eval", True
+                    at["phase"], run["eval_pending"] = "eval", True
                     evaluate_now()
-                phase = "boundary"
-                if checkpoint_every and run["step"] % checkpoint_every == 0:
+                at["phase"] = "boundary"
+                if o.checkpoint_every and run["step"] % o.checkpoint_every == 0:
                     save()
     except KeyboardInterrupt:
         bar.close()
-        # bring the run to a step boundary; only an update cut in half cannot be saved
-        if phase == "update":
-            after = _adam_steps(optimizer)
-            if after == adam_before:
-                phase = "step"  # the optimizer had not moved
-            elif after == {max(adam_before, default=0) + 1}:
-                phase = "bookkeeping"  # it had moved every parameter: the step is done
-        if phase == "step":
-            torch.set_rng_state(step_rng)  # the state where the step began
-        elif phase == "bookkeeping":
-            _finish_step(run, step, loss_value, grad_norm, batch_size * grad_accum_steps)
+        saveable = _to_boundary(run, at)
         if state_path is None:
             where = ""
-        elif phase == "update":
+        elif not saveable:
             where = f"; the update was cut in half, so the last checkpoint in {out_dir} stands"
         else:
             save()
@@ -398,44 +412,126 @@ def train(
     return run["history"]
 
 
+def _check_run(
+    o: TrainOptions,
+    train_data: Sequence,
+    eval_data: Sequence | None,
+    out_dir: str | Path | None,
+    resume: bool,
+) -> None:
+    """Refuse data and folders the options cannot run with, before anything is done."""
+    if len(train_data) < o.batch_size:
+        raise ValueError(
+            f"train_data has {len(train_data)} examples, fewer than one batch of {o.batch_size}"
+        )
+    if eval_data is not None and len(eval_data) == 0:
+        raise ValueError("eval_data is empty; pass None to train without evaluation")
+    if (o.checkpoint_every or resume or o.stop_after) and out_dir is None:
+        raise ValueError("checkpoints, stop_after and resume need out_dir")
+
+
+def _step(run: dict[str, Any], at: dict[str, Any], forward_backward: Callable[[], float]) -> None:
+    """One optimizer step, each phase noted in `at` (where an interrupt would land)."""
+    o, model = run["options"], run["model"]
+    at.update(phase="step", rng=torch.get_rng_state(), step=run["step"])
+    at["loss"], at["grad_norm"] = forward_backward(), None
+    if o.max_grad_norm is not None:
+        at["grad_norm"] = float(nn.utils.clip_grad_norm_(model.parameters(), o.max_grad_norm))
+    at.update(phase="update", adam_before=_adam_steps(run["optimizer"]))
+    run["optimizer"].step()
+    at["phase"] = "bookkeeping"
+    _finish_step(run, at)
+
+
+def _with_changes(options: TrainOptions | None, changes: dict[str, Any]) -> TrainOptions:
+    """options with the keyword changes applied (a new TrainOptions from them when None)."""
+    try:
+        if options is None:
+            return TrainOptions(**changes)
+        return dataclasses.replace(options, **changes) if changes else options
+    except TypeError as exc:  # a misspelt option: name the ones there are
+        known = ", ".join(f.name for f in dataclasses.fields(options or TrainOptions))
+        raise TypeError(f"train: {exc}; the options are {known}") from None
+
+
+def _new_run(model: nn.Module, o: TrainOptions) -> dict[str, Any]:
+    """A run at step 0: the model, AdamW, the schedule, an empty history, the settings."""
+    optimizer = make_optimizer(model, o.lr, o.weight_decay)
+    warmup = o.warmup
+    return {
+        "model": model,
+        "options": o,
+        "optimizer": optimizer,
+        "scheduler": torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda s: linear_schedule(s, warmup, o.steps)
+        ),
+        "step": 0,
+        "history": [],
+        "seconds": 0.0,
+        "eval_pending": False,
+        "settings": _train_settings(o),
+    }
+
+
+def _to_boundary(run: dict[str, Any], at: dict[str, Any]) -> bool:
+    """After Ctrl-C, bring the run to a step boundary; False if an update was cut in half."""
+    phase = at["phase"]
+    if phase == "update":
+        after = _adam_steps(run["optimizer"])
+        if after == at["adam_before"]:
+            phase = "step"  # the optimizer had not moved
+        elif after == {max(at["adam_before"], default=0) + 1}:
+            phase = "bookkeeping"  # it had moved every parameter: the step is done
+    if phase == "step":
+        torch.set_rng_state(at["rng"])  # the state where the step began
+    elif phase == "bookkeeping":
+        _finish_step(run, at)
+    return phase != "update"
+
+
 def _forward_backward(
-    model, train_data, step, batch_size, grad_accum_steps, seed, collate_fn, device,
-    forward_kwargs, scheduler, lengths,
-) -> float:  # fmt: skip
+    run: dict[str, Any],
+    train_data: Sequence,
+    collate_fn: Callable | None,
+    device: torch.device,
+    forward_kwargs: dict[str, Any] | None,
+    lengths: Sequence[int] | None,
+) -> float:
     """Zero the gradients, then accumulate them over grad_accum_steps micro-batches; the loss."""
+    model, o, step = run["model"], run["options"], run["step"]
     model.zero_grad(set_to_none=True)
     loss_value = 0.0
-    for micro in range(grad_accum_steps):
-        items = _draw_batch(train_data, step * grad_accum_steps + micro, batch_size, seed, lengths)
+    for micro in range(o.grad_accum_steps):
+        index = step * o.grad_accum_steps + micro
+        items = _draw_batch(train_data, index, o.batch_size, o.seed, lengths)
         batch = _to_device(collate_fn(items) if collate_fn else items, device)
-        loss = model(**batch, **(forward_kwargs or {})).loss / grad_accum_steps
+        loss = model(**batch, **(forward_kwargs or {})).loss / o.grad_accum_steps
         if not torch.isfinite(loss):
             raise TrainingError(
                 f"the loss became {loss.item()} at step {step + 1}; lower the learning "
-                f"rate (now {scheduler.get_last_lr()[0]:.2e}) or check the data"
+                f"rate (now {run['scheduler'].get_last_lr()[0]:.2e}) or check the data"
             )
         loss.backward()
         loss_value += loss.item()
     return loss_value
 
 
-def _finish_step(
-    run: dict[str, Any], step: int, loss_value: float, grad_norm: float | None, examples: int
-) -> None:
-    """After optimizer.step() of step `step`: advance the schedule, count the step, record it.
+def _finish_step(run: dict[str, Any], at: dict[str, Any]) -> None:
+    """After optimizer.step() of step at["step"]: advance the schedule, count the step, record it.
 
     Idempotent, so that an interrupt in the middle of it can finish it again.
     """
+    step, o = at["step"], run["options"]
     if run["scheduler"].last_epoch == step:
         run["scheduler"].step()
     run["step"] = step + 1
     if len(run["history"]) == step:  # one record per step
         record = {
             "step": step + 1,
-            "train_loss": loss_value,
+            "train_loss": at["loss"],
             "lr": run["scheduler"].get_last_lr()[0],
-            "examples": (step + 1) * examples,
+            "examples": (step + 1) * o.batch_size * o.grad_accum_steps,
         }
-        if grad_norm is not None:
-            record["grad_norm"] = grad_norm
+        if at["grad_norm"] is not None:
+            record["grad_norm"] = at["grad_norm"]
         run["history"].append(record)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -96,3 +97,14 @@ def read_json_object(path: str | Path) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"{path} must hold a JSON object, got {type(value).__name__}")
     return value
+
+
+@contextlib.contextmanager
+def evaluating(model: Any) -> Iterator[Any]:
+    """Inside, the model is in eval mode (no dropout); after, in the mode it was in before."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)

@@ -55,7 +55,6 @@ def train_wordpiece(
     the pair, and the scores of all pairs are recomputed at once with numpy. Training 8,000
     tokens on 400k words takes well under a minute on one CPU core. Deterministic.
     """
-    import numpy as np
     from tqdm import tqdm
 
     if isinstance(texts, str):
@@ -66,23 +65,43 @@ def train_wordpiece(
         raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
     if min_frequency < 1:
         raise ValueError(f"min_frequency must be >= 1, got {min_frequency}")
-    basic = BasicTokenizer(lowercase, strip_accents)
+    words = _count_words(texts, BasicTokenizer(lowercase, strip_accents))
+    vocab = _first_vocab(words, vocab_size, limit_alphabet)  # 1. specials and the alphabet
+    table = _PairTable(vocab, words, vocab_size, min_frequency)
+    bar = tqdm(total=vocab_size - len(vocab), desc="WordPiece", unit="token", disable=not progress)
+    while len(vocab) < vocab_size:  # 2. merge the best pair, until the vocabulary is full
+        r = table.best(criterion)
+        if r is None:
+            break
+        bar.update(table.merge(r))  # appends the new token to vocab (unless it was there)
+    bar.close()
+    return vocab
+
+
+def _symbols_of(word: str) -> list[str]:
+    """A word as its characters, "##" before every non-initial one: hug -> h ##u ##g."""
+    return [word[0], *("##" + c for c in word[1:])]
+
+
+def _count_words(texts: Iterable[str], basic: BasicTokenizer) -> list[tuple[str, int]]:
+    """(word, count) of every word of the texts, as the tokenizer cuts them (long words out)."""
     word_counts: Counter[str] = Counter()
     for text in texts:
         word_counts.update(basic.tokenize(text))
-    words = [
+    return [
         (w, f)
         for w, f in word_counts.items()
         if w not in basic.never_split and len(w) <= MAX_INPUT_CHARS_PER_WORD
     ]
 
-    # 1. the alphabet: initial characters and "##" continuation characters
-    def symbols_of(word: str) -> list[str]:
-        return [word[0], *("##" + c for c in word[1:])]
 
+def _first_vocab(
+    words: list[tuple[str, int]], vocab_size: int, limit_alphabet: int | None
+) -> list[str]:
+    """The special tokens, then the alphabet (initial and "##" characters) sorted."""
     symbol_counts: Counter[str] = Counter()
     for w, f in words:
-        for sym in symbols_of(w):
+        for sym in _symbols_of(w):
             symbol_counts[sym] += f
     alphabet = sorted(symbol_counts)
     if limit_alphabet is not None and len(alphabet) > limit_alphabet:
@@ -94,124 +113,154 @@ def train_wordpiece(
             f"vocab_size={vocab_size} is smaller than the special tokens plus the alphabet "
             f"({len(vocab)} tokens); raise vocab_size or set limit_alphabet"
         )
+    return vocab
 
-    # symbols are ints: ids into `names`; each word is a list of symbol ids with a frequency
-    sym_id = {name: i for i, name in enumerate(vocab)}
-    names = list(vocab)
-    word_syms: list[list[int]] = []
-    word_freq: list[int] = []
-    for w, f in words:
-        syms = symbols_of(w)
-        if all(s in sym_id for s in syms):
-            word_syms.append([sym_id[s] for s in syms])
-            word_freq.append(f)
-    unit = np.zeros(len(names) + vocab_size, dtype=np.float64)  # count(symbol)
-    for syms, f in zip(word_syms, word_freq):
-        for s in syms:
-            unit[s] += f
 
-    # pair statistics: one row per pair ever seen; rows are never removed
-    row_of: dict[tuple[int, int], int] = {}
-    left: list[int] = []
-    right: list[int] = []
-    where: list[set[int]] = []  # words that contain (or once contained) each pair
+def _merge_pair(syms: list[int], a: int, b: int, new: int) -> list[int]:
+    """The word's symbols with every adjacent (a, b) replaced by new, left to right."""
+    merged: list[int] = []
+    i, n = 0, len(syms)
+    while i < n:
+        if i + 1 < n and syms[i] == a and syms[i + 1] == b:
+            merged.append(new)
+            i += 2
+        else:
+            merged.append(syms[i])
+            i += 1
+    return merged
 
-    def row(pair: tuple[int, int]) -> int:
-        r = row_of.get(pair)
+
+class _PairTable:
+    """Symbol and adjacent-pair counts over the words, updated by each merge from the changed
+    words only; pair scores are computed for all candidate pairs at once with numpy.
+
+    Symbols are ints, ids into ``names`` (the vocabulary being built); each word is a list of
+    symbol ids with a frequency. Pairs have one row each, in the order first seen; rows are never
+    removed.
+    """
+
+    def __init__(
+        self, names: list[str], words: list[tuple[str, int]], vocab_size: int, min_frequency: int
+    ):
+        import numpy as np
+
+        self.names, self.min_frequency = names, min_frequency
+        self.sym_id = {name: i for i, name in enumerate(names)}
+        self.word_syms: list[list[int]] = []
+        self.word_freq: list[int] = []
+        for w, f in words:  # words with a character outside the alphabet are left out
+            syms = _symbols_of(w)
+            if all(s in self.sym_id for s in syms):
+                self.word_syms.append([self.sym_id[s] for s in syms])
+                self.word_freq.append(f)
+        self.unit = np.zeros(len(names) + vocab_size, dtype=np.float64)  # count(symbol)
+        for syms, f in zip(self.word_syms, self.word_freq):
+            for s in syms:
+                self.unit[s] += f
+        self.row_of: dict[tuple[int, int], int] = {}
+        self.left: list[int] = []
+        self.right: list[int] = []
+        self.where: list[set[int]] = []  # words that contain (or once contained) each pair
+        delta: Counter[int] = Counter()
+        for w, (syms, f) in enumerate(zip(self.word_syms, self.word_freq)):
+            for pair in zip(syms, syms[1:]):
+                r = self.row(pair)
+                delta[r] += f
+                self.where[r].add(w)
+        size = max(1024, 2 * len(self.left))
+        self.count = np.zeros(size, dtype=np.float64)
+        self.left_arr = np.zeros(size, dtype=np.int64)
+        self.right_arr = np.zeros(size, dtype=np.int64)
+        self.candidates = np.zeros(0, dtype=np.int64)
+        self._update(delta, Counter(), 0)
+
+    def row(self, pair: tuple[int, int]) -> int:
+        """The pair's row, added if the pair is new."""
+        r = self.row_of.get(pair)
         if r is None:
-            r = row_of[pair] = len(left)
-            left.append(pair[0])
-            right.append(pair[1])
-            where.append(set())
+            r = self.row_of[pair] = len(self.left)
+            self.left.append(pair[0])
+            self.right.append(pair[1])
+            self.where.append(set())
         return r
 
-    delta: Counter[int] = Counter()
-    for w, (syms, f) in enumerate(zip(word_syms, word_freq)):
-        for pair in zip(syms, syms[1:]):
-            r = row(pair)
-            delta[r] += f
-            where[r].add(w)
-    count = np.zeros(max(1024, 2 * len(left)), dtype=np.float64)
-    rows = np.fromiter(delta.keys(), dtype=np.int64, count=len(delta))
-    count[rows] = np.fromiter(delta.values(), dtype=np.float64, count=len(delta))
-    left_arr = np.zeros(len(count), dtype=np.int64)
-    right_arr = np.zeros(len(count), dtype=np.int64)
-    left_arr[: len(left)] = left
-    right_arr[: len(left)] = right
-    # candidate rows: a pair of old symbols can only lose counts, so once below min_frequency a
-    # row is out for good; new rows are appended as merges create new symbols
-    candidates = np.flatnonzero(count[: len(left)] >= min_frequency)
+    def best(self, criterion: str) -> int | None:
+        """The row of the best pair seen min_frequency times (ties: the first seen), or None."""
+        import numpy as np
 
-    bar = tqdm(total=vocab_size - len(vocab), desc="WordPiece", unit="token", disable=not progress)
-    while len(vocab) < vocab_size and len(candidates):
-        c = count[candidates]
-        c_a, c_b = unit[left_arr[candidates]], unit[right_arr[candidates]]
-        total = float(unit.sum())
+        rows = self.candidates
+        if not len(rows):
+            return None
+        c = self.count[rows]
+        c_a, c_b = self.unit[self.left_arr[rows]], self.unit[self.right_arr[rows]]
         if criterion == "ratio":
             score = c / (c_a * c_b)
         else:
-            score = _likelihood_gain(
-                c, c_a, c_b, left_arr[candidates] == right_arr[candidates], total
-            )
-        score[c < min_frequency] = -np.inf
-        best = score.max()
-        if best == -np.inf:
-            break
-        r = int(candidates[np.argmax(score)])  # ties: the pair seen first (rows are in order)
-        a, b = left[r], right[r]
-        name = names[a] + names[b][2:]
-        new = sym_id.get(name)
-        if new is None:
-            new = sym_id[name] = len(names)
-            names.append(name)
-            vocab.append(name)
-            bar.update(1)
-        # 2. merge (a, b) in every word that has it, updating counts from the changed words only
-        delta.clear()
+            same = self.left_arr[rows] == self.right_arr[rows]
+            score = _likelihood_gain(c, c_a, c_b, same, float(self.unit.sum()))
+        score[c < self.min_frequency] = -np.inf
+        if score.max() == -np.inf:
+            return None
+        return int(rows[np.argmax(score)])  # argmax: the first of equals (rows are in order)
+
+    def merge(self, r: int) -> int:
+        """Merge the pair of row r in every word that has it; 1 if it added a token, else 0."""
+        a, b = self.left[r], self.right[r]
+        name = self.names[a] + self.names[b][2:]  # h + ##u -> hu, ##u + ##g -> ##ug
+        new = self.sym_id.get(name)
+        added = new is None
+        if added:
+            new = self.sym_id[name] = len(self.names)
+            self.names.append(name)
+        delta: Counter[int] = Counter()
         unit_delta: Counter[int] = Counter()
-        n_rows_before = len(left)
-        for w in sorted(where[r]):
-            syms = word_syms[w]
-            merged: list[int] = []
-            i, n = 0, len(syms)
-            while i < n:
-                if i + 1 < n and syms[i] == a and syms[i + 1] == b:
-                    merged.append(new)
-                    i += 2
-                else:
-                    merged.append(syms[i])
-                    i += 1
-            if len(merged) == n:
+        rows_before = len(self.left)
+        for w in sorted(self.where[r]):
+            syms = self.word_syms[w]
+            merged = _merge_pair(syms, a, b, new)
+            if len(merged) == len(syms):
                 continue  # the pair left this word in an earlier merge
-            f = word_freq[w]
+            f = self.word_freq[w]
             for pair in zip(syms, syms[1:]):
-                delta[row_of[pair]] -= f
+                delta[self.row_of[pair]] -= f
             for pair in zip(merged, merged[1:]):
-                nr = row(pair)
+                nr = self.row(pair)
                 delta[nr] += f
-                where[nr].add(w)
-            k = (n - len(merged)) * f  # k occurrences of a and of b became new
+                self.where[nr].add(w)
+            k = (len(syms) - len(merged)) * f  # k occurrences of a and of b became new
             unit_delta[a] -= k
             unit_delta[b] -= k
             unit_delta[new] += k
-            word_syms[w] = merged
-        where[r] = set()
-        if len(left) > len(count):  # grow the arrays for the new rows
-            grow = len(left) + len(count)
-            count = np.concatenate([count, np.zeros(grow)])
-            left_arr = np.concatenate([left_arr, np.zeros(grow, dtype=np.int64)])
-            right_arr = np.concatenate([right_arr, np.zeros(grow, dtype=np.int64)])
-        left_arr[n_rows_before : len(left)] = left[n_rows_before:]
-        right_arr[n_rows_before : len(left)] = right[n_rows_before:]
+            self.word_syms[w] = merged
+        self.where[r] = set()
+        self._update(delta, unit_delta, rows_before)
+        return int(added)
+
+    def _update(self, delta: Counter, unit_delta: Counter, rows_before: int) -> None:
+        """Apply count changes, store the rows added since rows_before, refresh the candidates.
+
+        A pair of old symbols can only lose counts, so once below min_frequency a row is out
+        for good; the new rows join the candidates.
+        """
+        import numpy as np
+
+        if len(self.left) > len(self.count):  # grow the arrays for the new rows
+            grow = len(self.left) + len(self.count)
+            self.count = np.concatenate([self.count, np.zeros(grow)])
+            self.left_arr = np.concatenate([self.left_arr, np.zeros(grow, dtype=np.int64)])
+            self.right_arr = np.concatenate([self.right_arr, np.zeros(grow, dtype=np.int64)])
+        self.left_arr[rows_before : len(self.left)] = self.left[rows_before:]
+        self.right_arr[rows_before : len(self.left)] = self.right[rows_before:]
         if delta:
             idx = np.fromiter(delta.keys(), dtype=np.int64, count=len(delta))
-            count[idx] += np.fromiter(delta.values(), dtype=np.float64, count=len(delta))
+            self.count[idx] += np.fromiter(delta.values(), dtype=np.float64, count=len(delta))
         for s, d in unit_delta.items():
-            unit[s] += d
-        fresh = np.arange(n_rows_before, len(left), dtype=np.int64)
-        candidates = np.concatenate([candidates[count[candidates] >= min_frequency], fresh])
-    bar.close()
-    return vocab
+            self.unit[s] += d
+        kept = self.candidates[self.count[self.candidates] >= self.min_frequency]
+        fresh = np.arange(rows_before, len(self.left), dtype=np.int64)
+        if rows_before == 0:  # the first call: every pair seen often enough
+            fresh = fresh[self.count[fresh] >= self.min_frequency]
+        self.candidates = np.concatenate([kept, fresh])
 
 
 def _likelihood_gain(n_ab: Any, n_a: Any, n_b: Any, same: Any, total: float) -> Any:

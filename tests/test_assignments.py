@@ -1,4 +1,4 @@
-"""Tests for minibert.assignments: the reference solutions get full marks, the skeletons zero, and
+"""Tests for minibert.teaching.assignments: the reference solutions get full marks, the skeletons zero, and
 each seeded classic bug loses the right part with a hint that names the mistake."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from minibert import assignments, cli
+from minibert import cli
+from minibert.teaching import assignments
 
 SOLUTIONS = Path(__file__).parent / "assignments"
 
@@ -362,7 +363,7 @@ def test_a_class_with_every_kind_of_fault_gets_a_row_each(tmp_path, capsys):
         student(
             root,
             "e_patch",
-            "import minibert.assignments as g\ng._run_checker = lambda *a: (True, 'ok')\ng.grade = None\n",
+            "import minibert.teaching.assignments as g\ng._run_checker = lambda *a: (True, 'ok')\ng.grade = None\n",
         ),
         assignments.new("attention", root / "f_skeleton"),
         student(root, "g_loop_at_import", "while True:\n    pass\n"),
@@ -419,7 +420,7 @@ def test_seconds_must_be_positive_and_the_csv_folder_must_exist(tmp_path, capsys
     for bad in ("0", "-1"):
         with pytest.raises(SystemExit):
             cli.main(["assignment", "grade", str(folder), "--seconds", bad])
-    assert "must be positive" in capsys.readouterr().err
+    assert "must be a positive int, got -1" in capsys.readouterr().err
     assert (
         cli.main(["assignment", "grade", str(folder), "--csv", str(tmp_path / "nodir" / "x.csv")])
         == 2

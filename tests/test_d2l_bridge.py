@@ -1,4 +1,4 @@
-"""Tests for minibert.d2l_bridge: d2l's book code loads offline beside minibert, and on the same
+"""Tests for minibert.teaching.d2l_bridge: d2l's book code loads offline beside minibert, and on the same
 weights it computes minibert's encoder once its two differences (ReLU, no embedding LayerNorm)
 are changed; its chapter loss counts padding."""
 
@@ -13,9 +13,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from minibert import d2l_bridge
 from minibert.config import BertConfig
 from minibert.model import BertModel
+from minibert.teaching import d2l_bridge
 
 pytest.importorskip("d2l", reason='notebook 08\'s extra: pip install --no-deps "d2l==1.0.3"')
 

@@ -1,4 +1,4 @@
-"""Tests for minibert.exercises: each checker passes a right answer and catches typical mistakes."""
+"""Tests for minibert.teaching.exercises: each checker passes a right answer and catches typical mistakes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from minibert import exercises
+from minibert.teaching import exercises
 
 # --- Lesson 2: attention math ------------------------------------------------------------------
 

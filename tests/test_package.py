@@ -29,8 +29,7 @@ def _loaded_after(code: str) -> set[str]:
 
 
 def test_import_is_light():
-    modules = [m for m in minibert._SUBMODULES if (ROOT / "minibert" / f"{m}.py").exists()]
-    loaded = _loaded_after("import minibert\n" + "\n".join(f"import minibert.{m}" for m in modules))
+    loaded = _loaded_after("import minibert\n" + "\n".join(f"import minibert.{m}" for m in MODULES))
     assert not loaded & set(HEAVY), f"importing minibert loaded {sorted(loaded & set(HEAVY))}"
     assert "torch" not in _loaded_after("import minibert")  # the bare package is instant
 
@@ -54,24 +53,36 @@ def test_star_import_gives_every_name():
     assert set(minibert.__all__) <= set(namespace)
 
 
+def _module_name(file: Path) -> str:
+    """'recipes' for minibert/recipes.py, 'teaching.exercises' for minibert/teaching/exercises.py."""
+    return ".".join(file.relative_to(ROOT / "minibert").with_suffix("").parts)
+
+
+MODULES = sorted(
+    _module_name(f)
+    for f in (ROOT / "minibert").rglob("*.py")
+    if f.name != "__init__.py" and "assignment_files" not in f.parts  # students' skeletons
+)
+
+
 def _package_imports() -> dict[str, set[str]]:
     """module -> the package modules it imports (anywhere in the file, deferred imports too)."""
     import ast
 
     graph = {}
-    for file in (ROOT / "minibert").glob("*.py"):
-        name = file.stem
+    for name in MODULES:
+        file = ROOT / "minibert" / (name.replace(".", "/") + ".py")
         found = set()
         for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module == "minibert":
-                found |= {alias.name for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("minibert."):
-                found.add(node.module.split(".")[1])
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("minibert"):
+                inside = node.module.split(".")[1:]  # minibert.teaching -> ["teaching"]
+                found |= {".".join([*inside, a.name]) for a in node.names}  # a module
+                found.add(".".join(inside))  # or names from a module
             elif isinstance(node, ast.Import):
                 found |= {
-                    a.name.split(".")[1] for a in node.names if a.name.startswith("minibert.")
+                    a.name.split(".", 1)[1] for a in node.names if a.name.startswith("minibert.")
                 }
-        graph[name] = {m for m in found if (ROOT / "minibert" / f"{m}.py").exists()} - {name}
+        graph[name] = {m for m in found if m in MODULES} - {name}
     return graph
 
 
@@ -98,12 +109,23 @@ def test_package_imports_have_no_cycle():
 
 def test_imports_follow_the_one_way_data_flow():
     graph = _package_imports()
-    readers = {"viz", "exercises", "inference", "recipes", "cli"}
+    readers = {"viz", "teaching.exercises", "inference", "recipes", "cli"}
     for module in ("model", "training", "checkpoint", "pretraining", "tokenization", "config"):
         assert not graph[module] & readers, f"{module} imports {sorted(graph[module] & readers)}"
     assert graph["model"] <= {"config", "attention", "checkpoint"}
     assert graph["checkpoint"] <= {"config", "utils"}  # knows no model class
-    assert graph["training"] <= {"utils"}  # knows no task
+    assert graph["training"] <= {"utils", "options"}  # knows no task
+    assert graph["options"] == set()  # the declarations' machinery knows no option
+
+
+def test_the_teaching_kit_reads_the_library_never_the_reverse():
+    graph = _package_imports()
+    kit = {m for m in MODULES if m.startswith("teaching.")}
+    assert {"teaching.exercises", "teaching.assignments", "teaching.lessons"} <= kit
+    assert graph["teaching.assignments"] & {"attention", "config", "model"}  # the kit reads it
+    library = set(MODULES) - kit - {"cli"}  # cli: the front door, above both wings
+    for module in sorted(library):
+        assert not graph[module] & kit, f"{module} imports {sorted(graph[module] & kit)}"
     with pytest.raises(AttributeError, match="no attribute 'BertForEverything'"):
         minibert.BertForEverything  # noqa: B018
 
@@ -181,24 +203,26 @@ def test_console_script_fetch_and_assets():
 
 
 def test_course_map_has_one_source_the_readme_and_the_notebooks_agree():
-    from minibert import course
+    from minibert.teaching import lessons
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert course.course_map() in readme, "README's course map differs from minibert.course"
+    assert lessons.course_map() in readme, (
+        "README's course map differs from minibert.teaching.lessons"
+    )
     notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
-    assert [lesson.notebook for lesson in course.LESSONS] == notebooks
+    assert [lesson.notebook for lesson in lessons.LESSONS] == notebooks
     start = json.loads((ROOT / "notebooks" / "00_start_here.ipynb").read_text(encoding="utf-8"))
     sources = ["".join(c["source"]) for c in start["cells"]]
-    assert any("course.course_map(" in s for s in sources), "notebook 00 shows the map from code"
+    assert any("lessons.course_map(" in s for s in sources), "notebook 00 shows the map from code"
     assert not any("| 01 Tokens and segments |" in s for s in sources), "no hand-copied map"
 
 
 def test_every_module_is_reachable_as_an_attribute():
     import minibert
 
-    modules = sorted(
-        p.stem for p in Path(minibert.__file__).parent.glob("*.py") if p.stem != "__init__"
-    )
-    assert sorted(minibert._SUBMODULES) == modules
-    for name in modules:
-        assert getattr(minibert, name).__name__ == f"minibert.{name}"
+    assert sorted(minibert._SUBMODULES) == sorted({m.split(".")[0] for m in MODULES} | {"teaching"})
+    for name in MODULES:  # mb.recipes, mb.teaching.exercises
+        found = minibert
+        for part in name.split("."):
+            found = getattr(found, part)
+        assert found.__name__ == f"minibert.{name}"

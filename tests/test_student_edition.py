@@ -10,8 +10,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from minibert import cli, student_edition
-from minibert.student_edition import BEGIN, END, STUB
+from minibert import cli
+from minibert.teaching import student_edition
+from minibert.teaching.student_edition import BEGIN, END, STUB
 
 NOTEBOOKS = Path(__file__).parent.parent / "notebooks"
 

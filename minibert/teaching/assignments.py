@@ -8,7 +8,7 @@ minibert assignment grade subs/* --csv grades.csv # a whole class: one row per f
 Each assignment is package data (``minibert/assignment_files/NAME``): a README with the task, the
 learning goals and the rules, and the student's file, whose bodies raise NotImplementedError.
 Grading imports the student's file and runs minibert's reference checks on it: the
-``minibert.exercises`` checkers, minibert's own modules, ``torch.nn.MultiheadAttention`` and, for
+``minibert.teaching.exercises`` checkers, minibert's own modules, ``torch.nn.MultiheadAttention`` and, for
 the encoder, the real MiniLM against ``transformers``. Nothing needs the network.
 """
 
@@ -37,7 +37,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from minibert import exercises
+from minibert.options import POSITIVE_INT, argparse_type
+from minibert.teaching import exercises
 from minibert.utils import atomic_write
 
 FILES = Path(__file__).parent / "assignment_files"
@@ -783,7 +784,7 @@ def grade_isolated(
     assignment = get(name or which(folder))
     with tempfile.TemporaryDirectory() as tmp:
         events = Path(tmp) / "events.jsonl"
-        command = [sys.executable, "-m", "minibert.assignments", "--worker", str(folder.resolve()),
+        command = [sys.executable, "-m", "minibert.teaching.assignments", "--worker", str(folder.resolve()),
                    assignment.name, str(seconds), str(events), str(memory_mb)]  # fmt: skip
         child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
@@ -917,25 +918,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("folders", nargs="+", help="submission folders (e.g. submissions/*)")
     check.add_argument("--name", default=None, help="the assignment, when a folder has no marker")
     check.add_argument("--csv", default=None, help="also write one row per folder to this CSV")
+    positive = argparse_type(int, POSITIVE_INT)
     check.add_argument(
-        "--seconds", type=_positive, default=PART_SECONDS,
+        "--seconds", type=positive, default=PART_SECONDS,
         help=f"time limit for importing the file and for each part (default {PART_SECONDS})",
     )  # fmt: skip
     check.add_argument(
-        "--memory-mb", type=_positive, default=MEMORY_MB,
+        "--memory-mb", type=positive, default=MEMORY_MB,
         help=f"memory limit of each submission's grading process, POSIX (default {MEMORY_MB})",
     )  # fmt: skip
-
-
-def _positive(text: str) -> int:
-    """An argparse type: a whole number above 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ class Result:
     """A checker's verdict: whether it passed, and the one line a learner reads (a hint if not).
 
     ``bool(result)`` is whether it passed; ``str(result)`` the printed line. The notebooks print
-    it; ``minibert.assignments`` scores it.
+    it; ``minibert.teaching.assignments`` scores it.
     """
 
     name: str

@@ -6,7 +6,7 @@ MLM plateau (Chen et al., ICLR 2024). Pretrained BERTs have heads that look at t
 the next token (Clark et al., 2019); once such heads form, the loss drops. On a CPU budget a
 plain small BERT may not get there.
 
-``NeighbourCurriculum`` wraps a BertForPreTraining for the early part of training:
+``NeighbourGuidance`` wraps a BertForPreTraining for the early part of training:
 
 - in layer 0, head 0 gets a bonus of ``bias`` on its score for the previous token and head 1 on
   the next token, so the heads work from step 1 and the layers above learn to use them;
@@ -19,21 +19,24 @@ Evaluation (``model.eval()``) never applies the bonus, so held-out measures are 
 plain model. ``finish()`` returns the wrapped model with standard attention: the same
 parameters, a standard BERT that transformers loads.
 
-    guided = NeighbourCurriculum(model, bias=8.0, aux_weight=1.0, steps=3000)
+    guided = NeighbourGuidance(model, bias=8.0, aux_weight=1.0, steps=3000)
     train(guided, ...)            # forward(**batch) as the model's; loss = MLM + NSP + aux
     model = guided.finish()
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor, nn
 
-from minibert.attention import MultiHeadSelfAttention, merge_heads, split_heads
+from minibert.attention import (
+    MultiHeadSelfAttention,
+    attention_scores,
+    merge_heads,
+    split_heads,
+)
 
-__all__ = ["GuidedAttention", "NeighbourCurriculum"]
+__all__ = ["GuidedAttention", "NeighbourGuidance"]
 
 OFFSETS = (-1, 1)  # head 0: the previous token, head 1: the next token
 
@@ -45,7 +48,7 @@ class GuidedAttention(MultiHeadSelfAttention):
         super().__init__(hidden_size, num_heads, dropout)
         if num_heads < len(OFFSETS):
             raise ValueError(f"neighbour guidance needs {len(OFFSETS)} heads, got {num_heads}")
-        self.bias = 0.0  # the bonus on the guided heads' neighbour scores, set by the curriculum
+        self.bias = 0.0  # the bonus on the guided heads' neighbour scores, set by NeighbourGuidance
         self.guide = False  # compute aux_loss in the next training forward
         self.aux_loss: Tensor | None = None
 
@@ -61,13 +64,10 @@ class GuidedAttention(MultiHeadSelfAttention):
         q = split_heads(self.query(x), self.num_heads)  # (batch, heads, seq, head_dim)
         k = split_heads(self.key(x), self.num_heads)  # (batch, heads, seq, head_dim)
         v = split_heads(self.value(x), self.num_heads)  # (batch, heads, seq, head_dim)
-        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))  # (b, h, s, s)
+        scores = attention_scores(q, k, mask)  # (batch, heads, seq, seq), masked
         real = torch.ones(batch, seq, dtype=torch.bool, device=x.device)  # (batch, seq)
-        if mask is not None and mask.dtype == torch.bool:  # (batch, 1, 1, seq), True = real
-            scores, real = scores.masked_fill(~mask, torch.finfo(scores.dtype).min), mask[:, 0, 0]
-        elif mask is not None:  # additive: 0 real, a large negative number for padding
-            scores = (scores + mask).clamp(min=torch.finfo(scores.dtype).min)
-            real = mask[:, 0, 0] == 0
+        if mask is not None:  # (batch, 1, 1, seq): True = real, or additive 0 = real
+            real = mask[:, 0, 0] if mask.dtype == torch.bool else mask[:, 0, 0] == 0
         i = torch.arange(seq, device=x.device)
         target = torch.stack([(i + o).clamp(0, seq - 1) for o in OFFSETS])  # (g, seq)
         valid = torch.stack([(i + o >= 0) & (i + o < seq) for o in OFFSETS])  # (g, seq)
@@ -85,7 +85,7 @@ class GuidedAttention(MultiHeadSelfAttention):
         return self.output(y), weights if output_attentions else None
 
 
-class NeighbourCurriculum(nn.Module):
+class NeighbourGuidance(nn.Module):
     """A BertForPreTraining whose layer-0 heads are guided to the neighbours for its first steps."""
 
     def __init__(self, model: nn.Module, bias: float, aux_weight: float, steps: int):

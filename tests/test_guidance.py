@@ -1,11 +1,11 @@
-"""The neighbour curriculum: guided heads while training, a standard BERT after finish()."""
+"""Neighbour guidance: guided heads while training, a standard BERT after finish()."""
 
 import pytest
 import torch
 from conftest import make_tiny_config
 
 from minibert.attention import MultiHeadSelfAttention, padding_mask
-from minibert.curriculum import GuidedAttention, NeighbourCurriculum
+from minibert.guidance import GuidedAttention, NeighbourGuidance
 from minibert.model import BertForPreTraining
 
 
@@ -53,12 +53,12 @@ def test_bonus_points_the_guided_heads_at_the_neighbours_and_skips_padding():
     assert torch.isfinite(guided.aux_loss) and guided.aux_loss > 0
 
 
-def test_curriculum_anneals_then_finishes_as_a_standard_bert():
+def test_guidance_anneals_then_finishes_as_a_standard_bert():
     torch.manual_seed(0)
     config = make_tiny_config(hidden_dropout=0.0, attention_dropout=0.0)
     model = BertForPreTraining(config)
     reference = {k: v.clone() for k, v in model.state_dict().items()}
-    guided = NeighbourCurriculum(model, bias=8.0, aux_weight=1.0, steps=4).train()
+    guided = NeighbourGuidance(model, bias=8.0, aux_weight=1.0, steps=4).train()
     inputs = batch()
     base = model(**inputs).loss  # the wrapped model directly: no aux in its loss yet
     losses = []
@@ -79,7 +79,7 @@ def test_curriculum_anneals_then_finishes_as_a_standard_bert():
 def test_aux_loss_teaches_the_heads_to_find_their_neighbours():
     torch.manual_seed(0)
     config = make_tiny_config(hidden_dropout=0.0, attention_dropout=0.0)
-    guided = NeighbourCurriculum(BertForPreTraining(config), 0.0, 1.0, 10_000).train()
+    guided = NeighbourGuidance(BertForPreTraining(config), 0.0, 1.0, 10_000).train()
     optimizer = torch.optim.Adam(guided.parameters(), lr=1e-2)
     inputs = batch()
     first = None
@@ -94,6 +94,6 @@ def test_aux_loss_teaches_the_heads_to_find_their_neighbours():
 def test_bad_settings():
     model = BertForPreTraining(make_tiny_config())
     with pytest.raises(ValueError, match="steps"):
-        NeighbourCurriculum(model, 8.0, 1.0, 0)
+        NeighbourGuidance(model, 8.0, 1.0, 0)
     with pytest.raises(ValueError, match="heads"):
         GuidedAttention(16, 1)

@@ -1,0 +1,29 @@
+"""The teaching kit: what turns the BERT library into a course. It reads the library; the library
+never imports it (a test checks the direction).
+
+- ``lessons``: the course map (the README's table and notebook 00's) and the ``minibert course``
+  command that opens the notebooks or writes their student edition;
+- ``exercises``: the notebooks' checkers, each returning a ``Result`` (passed, message);
+- ``assignments``: graded assignments (their files in ``assignment_files/``) and the grader;
+- ``student_edition``: the notebooks without the exercises' solutions (with nbgrader);
+- ``d2l_bridge``: d2l's BERT chapters loaded offline beside minibert (the appendix notebook).
+
+Each module is imported the first time it is used: ``minibert.teaching.exercises``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = ["assignments", "d2l_bridge", "exercises", "lessons", "student_edition"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return importlib.import_module(f"minibert.teaching.{name}")
+    raise AttributeError(f"module 'minibert.teaching' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

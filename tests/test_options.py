@@ -1,0 +1,130 @@
+"""Options as data: one declaration per option gives the CLI flag, its default and check, the saved
+recipe and the resume comparison; the command line and Python refuse the same values."""
+
+import argparse
+import dataclasses
+
+import pytest
+
+from minibert import cli
+from minibert.options import (
+    POSITIVE_INT,
+    add_arguments,
+    changed,
+    from_namespace,
+    inherit,
+    option,
+    saved,
+)
+from minibert.recipes import FinetuneOptions, PretrainOptions
+from minibert.training import TrainOptions, train
+
+RECIPES = {"pretrain": PretrainOptions, "finetune": FinetuneOptions}
+
+
+def _subparser(name: str) -> argparse.ArgumentParser:
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[name]
+
+
+@pytest.mark.parametrize("command", sorted(RECIPES))
+def test_every_cli_default_is_the_declared_default(command):
+    cls = RECIPES[command]
+    required = ["--out", "x", *(["--steps", "5"] if command == "pretrain" else [])]
+    args = _subparser(command).parse_args(required)
+    flags = {a.dest for a in _subparser(command)._actions}
+    for f in dataclasses.fields(cls):
+        if not f.metadata["cli"]:
+            assert f.name not in flags, f"{f.name} is declared off the command line"
+            continue
+        assert f.name in flags, f"{f.name} has no flag"
+        if f.default is not dataclasses.MISSING:
+            assert getattr(args, f.name) == f.default, f.name
+    made = from_namespace(cls, args)  # the defaults pass their own checks
+    assert isinstance(made, cls)
+
+
+@pytest.mark.parametrize("command", sorted(RECIPES))
+def test_every_flag_has_help_and_belongs_to_a_declaration(command):
+    declared = {f.name for f in dataclasses.fields(RECIPES[command])}
+    for action in _subparser(command)._actions:
+        if action.option_strings and action.dest not in ("help", "out"):
+            assert action.dest in declared, action.dest
+            assert action.help and len(action.help) > 10, action.dest
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--mask-rate", "0"], "mask_rate must be in (0, 1), got 0"),  # the CLI once took 0
+        (["--dropout", "1"], "dropout must be in [0, 1)"),
+        (["--steps", "0"], "steps must be a positive int"),
+        (["--objective", "mlm"], "objective must be one of"),
+        (["--warmup-steps", "-1"], "warmup_steps must be an int >= 0"),
+    ],
+)
+def test_the_command_line_and_python_refuse_the_same_values(flags, message, capsys):
+    argv = ["pretrain", "--out", "x", "--steps", "5", *flags]
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(argv)
+    err = capsys.readouterr().err
+    name, _, rule = message.partition(" must be ")
+    assert f"must be {rule}" in err or "invalid choice" in err, err  # argparse words choices
+    value = flags[1]
+    kind = {"objective": str}.get(
+        name, float if "." in value or name in ("mask_rate", "dropout") else int
+    )
+    with pytest.raises(
+        ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
+    ):
+        PretrainOptions(**{"steps": 5, name: kind(value)})
+
+
+def test_checks_that_span_options_run_when_the_options_are_made():
+    with pytest.raises(ValueError, match=r"stop_after must be in \[1, steps=3\]"):
+        PretrainOptions(steps=3, stop_after=4)
+    with pytest.raises(ValueError, match="init and preset conflict"):
+        PretrainOptions(steps=3, init="course", preset="tiny")
+    with pytest.raises(ValueError, match="use objective 'none'"):
+        PretrainOptions(steps=3, corpus="reviews")
+    with pytest.raises(ValueError, match="task must be one of"):
+        FinetuneOptions(task="ner")
+
+
+def test_finetune_shares_the_loops_declarations_not_copies():
+    loop = {f.name: f for f in dataclasses.fields(TrainOptions)}
+    for f in dataclasses.fields(FinetuneOptions):
+        if f.name in ("batch_size", "weight_decay", "seed", "device", "threads"):
+            assert f.metadata == loop[f.name].metadata and f.default == loop[f.name].default
+    lr = next(f for f in dataclasses.fields(FinetuneOptions) if f.name == "lr")
+    assert lr.default is None and lr.metadata["check"] is loop["lr"].metadata["check"]
+
+
+def test_saved_options_and_what_a_resume_may_change():
+    before = saved(PretrainOptions(steps=10, lr=2e-3))
+    assert "resume" not in before and "overwrite" not in before and "stop_after" not in before
+    assert before["corpus"] == "wikipedia" and before["lr"] == 2e-3
+    assert changed(before, PretrainOptions(steps=10, lr=2e-3, threads=1, eval_batches=2)) == []
+    assert changed(before, PretrainOptions(steps=10, lr=1e-3)) == ["lr (saved 0.002, now 0.001)"]
+
+
+def test_a_new_option_is_one_field():
+    @dataclasses.dataclass(kw_only=True)
+    class Extra(TrainOptions):
+        label_smoothing: float = option(0.0, help="smooth the targets by this much")
+        lr: float = inherit(TrainOptions, "lr", 3e-4)
+        rounds: int = option(2, help="rounds of something", check=POSITIVE_INT)
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, Extra)
+    args = parser.parse_args(["--steps", "4", "--label-smoothing", "0.1"])
+    made = from_namespace(Extra, args)
+    assert (made.label_smoothing, made.lr, made.rounds) == (0.1, 3e-4, 2)
+    with pytest.raises(ValueError, match="rounds must be a positive int, got 0"):
+        Extra(steps=4, rounds=0)
+
+
+def test_train_names_the_options_when_one_is_misspelt(tiny_model=None):
+    with pytest.raises(TypeError, match="the options are steps, batch_size"):
+        train(None, [], stpes=3)
