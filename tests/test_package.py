@@ -226,3 +226,21 @@ def test_every_module_is_reachable_as_an_attribute():
         for part in name.split("."):
             found = getattr(found, part)
         assert found.__name__ == f"minibert.{name}"
+
+
+def test_no_function_is_over_100_lines_or_12_parameters():
+    import ast
+
+    too_big = []
+    for name in MODULES:
+        file = ROOT / "minibert" / (name.replace(".", "/") + ".py")
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            a = node.args
+            params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, (a.vararg, a.kwarg))]
+            params = [p for p in params if p.arg not in ("self", "cls")]
+            lines = node.end_lineno - node.lineno + 1
+            if lines > 100 or len(params) > 12:
+                too_big.append(f"{name}.{node.name}: {lines} lines, {len(params)} parameters")
+    assert not too_big, too_big
