@@ -82,9 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("finetune", FinetuneOptions, "fine-tune a pretrained BERT (or a random one of its size) on a labelled task",
          "folder for the fine-tuned model, tokenizer and results.json"),
     ):  # fmt: skip
-        command = sub.add_parser(
-            name, help=help_text, formatter_class=argparse.ArgumentDefaultsHelpFormatter
-        )
+        command = sub.add_parser(name, help=help_text)
         command.add_argument("--out", required=True, help=out)
         add_arguments(command, options)
         command.set_defaults(run=lambda a, name=name: _recipe(name, a))

@@ -158,12 +158,14 @@ def argparse_type(kind: type, check: Callable | None) -> Callable[[str], Any]:
 
 
 def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
-    """A flag for every option of cls (``--max-len`` for max_len), with its help and default."""
+    """A flag for every option of cls (``--max-len`` for max_len), its help saying its default."""
     for f, kind, _ in _declared(cls):
         if not f.metadata.get("cli", True):
             continue
         flag, check = "--" + f.name.replace("_", "-"), f.metadata.get("check")
         help_text = f.metadata["help"].replace("%", "%%")
+        if "default" not in help_text and f.default not in (None, False, dataclasses.MISSING):
+            help_text += f" (default: {f.default})"  # the declared default, said once
         if kind is bool:
             parser.add_argument(flag, action="store_true", help=help_text)
             continue

@@ -86,7 +86,7 @@ class TrainOptions:
         0.01, help="AdamW weight decay (not on biases and LayerNorm)", check=NON_NEGATIVE
     )
     max_grad_norm: float | None = option(
-        1.0, help="clip the gradient's norm to this (None: no clipping)", check=POSITIVE
+        1.0, help="clip the gradient's norm to this (in Python, None: no clipping)", check=POSITIVE
     )
     group_by_length: bool = option(
         False, help="batch examples of similar length together (less padding when fine-tuning)"
