@@ -209,12 +209,15 @@ class BertPreTrainedModel(nn.Module):
 class BertModel(BertPreTrainedModel):
     """The encoder: embeddings, num_layers encoder layers and (by default) the pooler."""
 
-    def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
+    def __init__(
+        self, config: BertConfig, add_pooling_layer: bool = True, init_weights: bool = True
+    ):
         super().__init__(config)
         self.embeddings = Embeddings(config)
         self.encoder = Encoder(config)
         self.pooler = Pooler(config) if add_pooling_layer else None
-        self.init_weights()
+        if init_weights:  # a task model initialises the encoder with its head, once
+            self.init_weights()
 
     def forward(
         self,
@@ -325,7 +328,7 @@ class BertForPreTraining(BertPreTrainedModel):
 
     def __init__(self, config: BertConfig):
         super().__init__(config)
-        self.bert = BertModel(config)
+        self.bert = BertModel(config, init_weights=False)
         self.mlm = MaskedLMHead(config, self.bert.embeddings.word_embeddings)
         self.nsp = NSPHead(config)
         self.init_weights()
@@ -370,7 +373,7 @@ class BertForMaskedLM(BertPreTrainedModel):
 
     def __init__(self, config: BertConfig):
         super().__init__(config)
-        self.bert = BertModel(config, add_pooling_layer=False)
+        self.bert = BertModel(config, add_pooling_layer=False, init_weights=False)
         self.mlm = MaskedLMHead(config, self.bert.embeddings.word_embeddings)
         self.init_weights()
 
@@ -397,7 +400,7 @@ class BertForSequenceClassification(BertPreTrainedModel):
 
     def __init__(self, config: BertConfig):
         super().__init__(config)
-        self.bert = BertModel(config)
+        self.bert = BertModel(config, init_weights=False)
         self.dropout = nn.Dropout(config.hidden_dropout)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.init_weights()
@@ -425,7 +428,7 @@ class BertForTokenClassification(BertPreTrainedModel):
 
     def __init__(self, config: BertConfig):
         super().__init__(config)
-        self.bert = BertModel(config, add_pooling_layer=False)
+        self.bert = BertModel(config, add_pooling_layer=False, init_weights=False)
         self.dropout = nn.Dropout(config.hidden_dropout)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.init_weights()

@@ -479,3 +479,25 @@ def test_the_additive_mask_is_built_once_and_every_layer_gets_it(monkeypatch):
     assert len(seen) == 4 and all(s is seen[0] for s in seen)  # the same prepared tensor
     assert seen[0].shape == (3, 1, 1, 12) and seen[0].dtype == torch.float32
     assert seen[0].max() == 0 and seen[0].min() == torch.finfo(torch.float32).min
+
+
+@pytest.mark.parametrize(
+    "cls", [BertModel, BertForPreTraining, BertForMaskedLM, BertForSequenceClassification,
+            BertForTokenClassification],
+)  # fmt: skip
+def test_a_new_model_is_initialised_once(cls, monkeypatch):
+    from minibert.model import BertPreTrainedModel
+
+    calls = []
+    original = BertPreTrainedModel.init_weights
+
+    def counted(self, part=None):
+        calls.append((type(self).__name__, part))
+        original(self, part)
+
+    monkeypatch.setattr(BertPreTrainedModel, "init_weights", counted)
+    model = cls(TINY)
+    assert calls == [(cls.__name__, None)]  # once, the whole model: the encoder is not drawn twice
+    embedding = model.get_submodule("bert.embeddings" if cls is not BertModel else "embeddings")
+    std = float(embedding.word_embeddings.weight.detach().std())
+    assert abs(std - TINY.initializer_range) < 0.002  # BERT's normal(0, 0.02)
