@@ -3,6 +3,7 @@
 #   make test    virtual environment + install (with test tools) + assets, then unit tests + nbval
 #                (make test KERNEL=other: as another CPU computes them, which CI runs)
 #   make student-edition   the notebooks without the exercises' solutions, in student_edition/
+#   make site    the course as a static website in _site/ (works offline; see README)
 # Override on the command line, e.g. `make test PYTHON=python3.12` or `make lab TORCH=torch`.
 
 PYTHON ?= python3
@@ -23,7 +24,7 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.
 KERNEL ?= native
 RUN_AS := $(if $(filter other,$(KERNEL)),env $$($(PY) tests/other_cpu.py),)
 
-.PHONY: lab test unit nbval notebooks assets lint format clean student-edition
+.PHONY: lab test unit nbval notebooks assets lint format clean student-edition site
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +69,12 @@ student-edition: $(VENV)/.course
 	$(PY) -c "import nbgrader" 2>/dev/null || $(PY) -m pip install -e ".[course,teach]"
 	$(PY) -m minibert course student-edition student_edition --overwrite
 
+# the course as a static website in _site/ (student edition, guide, data, API reference); it
+# works from disk with no network: open _site/index.html, or publish the folder as it is
+site: $(VENV)/.course
+	$(PY) -c "import myst_nb, nbgrader, jupyter_server_mathjax" 2>/dev/null || $(PY) -m pip install -e ".[course,site]"
+	$(PY) docs/site/build.py _site
+
 lint: $(VENV)/.dev
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
@@ -77,4 +84,4 @@ format: $(VENV)/.dev
 	$(PY) -m ruff format .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis _site build/site-src build/site-doctrees

@@ -98,6 +98,24 @@ try:
             ),
             "new text (model re-run)",
         )
+        # a long text: a whole held-out article, cut to 512 positions, shown 40 tokens at a time
+        from minibert import corpora
+
+        article = " ".join(corpora.wikipedia_articles("heldout")[0].paragraphs)
+        timed(lambda: (text_box.fill(article), text_box.press("Enter")), "long text (model re-run)")
+        results["long text note"] = page.inner_text(".widget-html")
+        timed(lambda: page.click("button:has-text('heatmap')"), "long text, heatmap, head 2")
+        timed(lambda: head_select.select_option(label="all heads"), "long text, all heads")
+        timed(lambda: page.click("button:has-text('model view')"), "long text, model view")
+        timed(lambda: page.click("button:has-text('head view')"), "long text, head view")
+        slider = page.query_selector(".widget-slider .noUi-handle, .widget-slider input")
+
+        def move_window():
+            slider.focus()
+            page.keyboard.press("ArrowRight")
+
+        timed(move_window, "long text, head view, window moved one token")
+        page.screenshot(path="/tmp/browser/explorer_long.png")
         page.screenshot(path="/tmp/browser/explorer.png")
         browser.close()
 finally:

@@ -17,7 +17,7 @@ plain small BERT may not get there.
 
 Evaluation (``model.eval()``) never applies the bonus, so held-out measures are those of the
 plain model. ``finish()`` returns the wrapped model with standard attention: the same
-parameters, a standard BERT that transformers loads.
+parameters, a standard BERT that transformers loads::
 
     guided = NeighbourGuidance(model, bias=8.0, aux_weight=1.0, steps=3000)
     train(guided, ...)            # forward(**batch) as the model's; loss = MLM + NSP + aux

@@ -1,4 +1,4 @@
-"""Options as data: every option of the loop and the recipes declared once, in a dataclass field.
+"""Options as data: every option of the loop and the recipes declared once, in a dataclass field::
 
     @dataclass(kw_only=True)
     class TrainOptions:

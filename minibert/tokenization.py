@@ -71,7 +71,7 @@ def is_control(char: str) -> bool:
 
 
 def is_punctuation(char: str) -> bool:
-    """Unicode punctuation (P*) or one of the ASCII symbols BERT also splits off ($ + < = > ^ ` |~)."""
+    """Unicode punctuation (P*) or one of the ASCII symbols BERT also splits off (``$+<=>^`|~``)."""
     cp = ord(char)
     if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
         return True
@@ -647,7 +647,7 @@ class BertTokenizer:
         """Encode texts or (text, text_pair) tuples, padded to a common length.
 
         return_tensors="pt" gives a dict of (batch, seq) long tensors: input_ids, token_type_ids,
-        attention_mask (ready for model(**batch)); None gives the list of Encodings.
+        attention_mask (ready for ``model(**batch)``); None gives the list of Encodings.
         """
         if isinstance(batch, str) or not isinstance(batch, Sequence):
             raise TypeError(

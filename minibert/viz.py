@@ -522,7 +522,7 @@ def attention_summary(
     ``special_ids`` maps a name to a token id, e.g. ``{"[CLS]": 101, "[SEP]": 102}``; each gets a
     row "to [CLS]": the weight on positions holding that id. The others: "entropy" (nats; high
     is broad), "to self", "to previous", "to next" (the neighbouring token) and "distance" (the
-    mean |query - key| in tokens). Averages run over every real (not padding) query of the batch.
+    mean ``|query - key|`` in tokens). Averages run over every real (not padding) query of the batch.
     """
     import torch
 
@@ -704,6 +704,7 @@ class AttentionExplorer:
     """
 
     VIEWS = ("heatmap", "head view", "model view")
+    WINDOW = 40  # tokens on show at once: labels stay readable and a redraw stays well under 1 s
 
     def __init__(self, model: Any, tokenizer: Any, text: str, text_pair: str | None = None):
         import ipywidgets as widgets
@@ -729,16 +730,20 @@ class AttentionExplorer:
             description="head",
         )
         self.view = widgets.ToggleButtons(options=self.VIEWS, value="heatmap", description="view")
-        self.note = widgets.HTML(value=self._note)  # truncation, or what went wrong
+        # a long text is shown WINDOW tokens at a time; the slider moves the window
+        self.start = widgets.IntSlider(value=0, min=0, description="from token")
+        self.start.continuous_update = False
+        self.note = widgets.HTML()  # truncation, the window, or what went wrong
+        self._fit_window()
         self.output = widgets.Output()
         for control in (self.text, self.text_pair):
             control.observe(self._on_text, names="value")
-        for control in (self.layer, self.head, self.view):
+        for control in (self.layer, self.head, self.view, self.start):
             control.observe(self._on_choice, names="value")
         self.widget = widgets.VBox(
             [
                 widgets.HBox([self.text, self.text_pair]),
-                widgets.HBox([self.layer, self.head]),
+                widgets.HBox([self.layer, self.head, self.start]),
                 self.view,
                 self.note,
                 self.output,
@@ -767,8 +772,34 @@ class AttentionExplorer:
         ones = (token_type_ids[0] == 1).nonzero()
         self.sentence_b_start = int(ones[0]) if len(ones) else None
 
+    def _fit_window(self) -> None:
+        """Size the window slider to the text and say what is on show."""
+        n = len(self.tokens)
+        self._fitting = True  # a clamped value is not a reader's choice: no redraw for it
+        try:
+            self.start.max = max(0, n - self.WINDOW)  # clamps the value too
+        finally:
+            self._fitting = False
+        self.start.layout.display = None if n > self.WINDOW else "none"
+        self._on_window()
+
+    def _window(self) -> tuple[int, int]:
+        """The first and one past the last token on show."""
+        return self.start.value, min(self.start.value + self.WINDOW, len(self.tokens))
+
+    def _on_window(self) -> None:
+        first, end = self._window()
+        shown = (
+            f"<i>tokens {first}-{end - 1} of {len(self.tokens)} on show (move 'from token' for the "
+            "rest); attention to tokens outside them is not drawn</i>"
+            if len(self.tokens) > self.WINDOW
+            else ""
+        )
+        self.note.value = "<br>".join(part for part in (self._note, shown) if part)
+
     def _on_text(self, change: Any) -> None:
         if not self.text.value.strip():
+            self.note.value = "<i>the text is empty: still showing the last one</i>"
             return
         try:
             self._run(self.text.value, self.text_pair.value or None)
@@ -776,20 +807,26 @@ class AttentionExplorer:
             self.note.value = f"<b>cannot show this text:</b> {html.escape(str(exc))}"
             self.output.outputs = ()  # no old figure under the new text
             return
-        self.note.value = self._note
+        self._fit_window()
         self.redraw()
 
     def _on_choice(self, change: Any) -> None:
+        if self._fitting:
+            return
+        self._on_window()
         self.redraw()
 
     def draw(self) -> Figure:
-        """The figure for the current choice of view, layer and head."""
+        """The figure for the current choice of view, layer and head (the window's tokens)."""
         layer, head, view = self.layer.value, self.head.value, self.view.value
+        first, end = self._window()
+        attentions = [a[:, :, first:end, first:end] for a in self.attentions]
+        tokens, b = self.tokens[first:end], self.sentence_b_start
+        b = b - first if b is not None and first < b < end else None  # segment B in the window
         if view == "model view":  # one image for every head of every layer: fast to redraw
-            num_layers, num_heads = len(self.attentions), self.attentions[0].shape[1]
+            num_layers, num_heads = len(attentions), attentions[0].shape[1]
             panels = [
-                [self.attentions[i][0, h].numpy() for h in range(num_heads)]
-                for i in range(num_layers)
+                [attentions[i][0, h].numpy() for h in range(num_heads)] for i in range(num_layers)
             ]
             return attention_grid(
                 panels,
@@ -800,12 +837,10 @@ class AttentionExplorer:
             )
         if view == "head view":
             heads = None if head == "all" else [head]
-            return head_view(
-                self.attentions, self.tokens, layer, heads, sentence_b_start=self.sentence_b_start
-            )
+            return head_view(attentions, tokens, layer, heads, sentence_b_start=b)
         if head == "all":  # one image for the layer's heads, in rows of 4
-            num_heads = self.attentions[0].shape[1]
-            heads = [self.attentions[layer][0, h].numpy() for h in range(num_heads)]
+            num_heads = attentions[0].shape[1]
+            heads = [attentions[layer][0, h].numpy() for h in range(num_heads)]
             width = min(4, num_heads)
             blank = np.full_like(heads[0], np.nan)
             heads += [blank] * (-num_heads % width)
@@ -820,7 +855,7 @@ class AttentionExplorer:
                 "choose one head to see the tokens",
                 panel_names=names,
             )
-        return attention_heatmap(self.attentions, self.tokens, layer, head)
+        return attention_heatmap(attentions, tokens, layer, head)
 
     def redraw(self) -> None:
         """Draw the current choice and show it (as a PNG) in the output area."""
@@ -834,7 +869,7 @@ class AttentionExplorer:
         fig.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
         plt.close(fig)  # shown through the output widget only, not again by the inline backend
         self.figure = fig
-        png = base64.b64encode(buffer.getvalue()).decode("ascii")
+        png = self._png = base64.b64encode(buffer.getvalue()).decode("ascii")
         self.output.outputs = (
             {
                 "output_type": "display_data",
@@ -853,6 +888,7 @@ class AttentionExplorer:
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = self.widget._repr_mimebundle_(**kwargs)
         bundle["text/plain"] = repr(self)
+        bundle["image/png"] = self._png  # what a static page (the course site, nbconvert) shows
         return bundle
 
 
@@ -1047,50 +1083,49 @@ def masking_view(
 
 
 def fine_tuning_diagram() -> Figure:
-    """Pretraining vs fine-tuning: the same encoder, a new head on the pooled [CLS] vector."""
+    """Pretraining vs fine-tuning: the same embeddings, encoder and pooler; a new classifier."""
     import matplotlib.pyplot as plt
-    from matplotlib.patches import FancyBboxPatch
+    from matplotlib.patches import Patch
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-
-    def box(ax: Axes, x: float, y: float, w: float, h: float, text: str, colour: str) -> None:
-        ax.add_patch(
-            FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.02", fc=colour, ec="black", lw=0.8)
-        )
-        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=9)
-
-    def arrow(ax: Axes, x: float, y0: float, y1: float) -> None:
-        ax.annotate("", (x, y1), (x, y0), arrowprops={"arrowstyle": "->", "lw": 0.8})
-
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6))
     pretrained, new = "#c6dbef", "#fdd0a2"
     panels = (
         ("1. pretraining (lessons 4-5)", "Wikipedia: [CLS] A [SEP] B [SEP]",
-         [(0.05, "MLM head\n(tied to the embeddings)"), (0.55, "NSP head\n(pooler + 2 classes)")],
+         "NSP head: linear, 2 classes", pretrained,
          "millions of unlabelled sentences; lr ~1e-4, long"),
         ("2. fine-tuning (this lesson)", 'a review: "[CLS] a gem of a film [SEP]"',
-         [(0.2, "classifier: dropout + linear on the\npooled [CLS] vector (new, random)")],
+         "classifier: dropout + linear, one\nlogit per label (new, random)", new,
          "thousands of labelled snippets; every weight trained,\nlr 2e-5 to 5e-5, 2-4 epochs"),
     )  # fmt: skip
-    for ax, (title, inputs, heads, note) in zip(axes, panels):
+    for ax, (title, inputs, head, head_colour, note) in zip(axes, panels):
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.axis("off")
         ax.set_title(title, fontsize=11)
-        box(ax, 0.1, 0.04, 0.8, 0.1, inputs, "white")
-        arrow(ax, 0.5, 0.16, 0.22)
-        box(ax, 0.1, 0.23, 0.8, 0.1, "WordPiece + token, segment, position embeddings", pretrained)
-        arrow(ax, 0.5, 0.35, 0.41)
-        box(ax, 0.1, 0.42, 0.8, 0.18, "encoder: N x (self-attention, add & norm,\nfeed-forward, add & norm)", pretrained)  # fmt: skip
-        width = 0.4 if len(heads) > 1 else 0.6
-        for x, text in heads:
-            arrow(ax, x + width / 2, 0.62, 0.69)
-            box(ax, x, 0.7, width, 0.13, text, new if len(heads) == 1 else pretrained)
-        ax.text(0.5, 0.93, note, ha="center", va="center", fontsize=8.5, style="italic")
-    axes[1].annotate(
-        "copied from\npretraining", (0.1, 0.5), (-0.12, 0.5), fontsize=8, ha="center",
-        va="center", arrowprops={"arrowstyle": "->", "lw": 0.8, "color": "grey"},
-    )  # fmt: skip
-    fig.tight_layout()
+        _box(ax, 0.1, 0.02, 0.8, 0.08, inputs, "white")
+        _arrow(ax, (0.5, 0.11), (0.5, 0.15))
+        _box(
+            ax, 0.1, 0.16, 0.8, 0.08, "WordPiece + token, segment, position embeddings", pretrained
+        )
+        _arrow(ax, (0.5, 0.25), (0.5, 0.29))
+        _box(ax, 0.1, 0.3, 0.8, 0.13, "encoder: N x (self-attention, add & norm,\nfeed-forward, add & norm)", pretrained)  # fmt: skip
+        _arrow(ax, (0.7, 0.44), (0.7, 0.49))  # the [CLS] vector
+        _box(ax, 0.5, 0.5, 0.4, 0.08, "pooler: dense + tanh on [CLS]", pretrained, size=8.5)
+        _arrow(ax, (0.7, 0.59), (0.7, 0.64))
+        _box(ax, 0.5, 0.65, 0.4, 0.1, head, head_colour, size=8.5)
+        ax.text(0.5, 0.9, note, ha="center", va="center", fontsize=8.5, style="italic")
+    left = axes[0]
+    _arrow(left, (0.3, 0.44), (0.3, 0.64))  # every position's vector
+    _box(left, 0.1, 0.65, 0.35, 0.1, "MLM head\n(tied to the embeddings)", pretrained, size=8.5)
+    right = axes[1]  # a bracket over what fine-tuning starts from
+    right.plot(
+        [0.08, 0.05, 0.05, 0.08], [0.16, 0.16, 0.58, 0.58], color="grey", lw=1, clip_on=False
+    )
+    right.text(0.03, 0.37, "copied from\npretraining", ha="right", va="center", fontsize=8)
+    handles = [Patch(fc=pretrained, ec="black", lw=0.8, label="weights learned in pretraining"),
+               Patch(fc=new, ec="black", lw=0.8, label="new weights, random at the start")]  # fmt: skip
+    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=8.5, frameon=False)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
 
 

@@ -77,3 +77,69 @@ def test_the_other_cpu_environment_changes_the_kernel_path():
     )
     assert {"ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS"} <= set(other_env)
     assert other.stdout.strip() != native.stdout.strip(), (native.stdout, other.stdout)
+
+
+# --- numbers in prose are the numbers the cells print ------------------------------------------
+# A decimal percentage ("58.1%") or a decimal below 1 with two or more digits ("0.84") quoted in a
+# notebook's markdown must be printed by one of its cells, so a re-executed notebook whose
+# numbers moved fails here until its prose follows. Numbers that are not outputs are listed with
+# where they come from.
+QUOTED_NUMBER = re.compile(r"(?<![\d.])(?:\d+\.\d+%|0\.\d{2,})(?![\d.])")
+NOT_OUTPUTS = {
+    ("03", "0.044715"): "the constant of GELU's tanh approximation",
+    ("04", "0.85"): "1 - 0.15, the chance a token is not chosen",
+    ("05", "52.0%"): "ALBERT's table 5 (NSP-trained model on SOP), quoted from the paper",
+    ("06", "0.693"): "log 2",
+    ("06", "79.4%"): "Wang & Manning (2012), quoted from the paper",
+    ("06", "83.0%"): "benchmarks/results/finetuning.json, shown in notebook 07",
+    ("06", "41.9%"): "100% minus the majority's 58.1%, which the cell prints",
+    ("08", "0.15"): "BERT's masking rate",
+    ("08", "0.49"): "read off the figure above it (the colour bar of d2l's last panel)",
+    ("08", "0.41"): "read off the figure above it (head 0's largest weight)",
+}
+
+
+def printed_text(nb: dict) -> str:
+    """Everything a notebook's cells print or display as text."""
+    parts = []
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            parts.append("".join(out.get("text", "")))
+            for kind in ("text/plain", "text/markdown", "text/html"):
+                parts.append("".join(out.get("data", {}).get(kind, "")))
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_numbers_in_the_prose_are_the_ones_printed(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    printed, lesson = printed_text(nb), path.name[:2]
+    drifted = [
+        f"cell {i}: {number}"
+        for i, cell in enumerate(nb["cells"])
+        if cell["cell_type"] == "markdown"
+        for number in QUOTED_NUMBER.findall("".join(cell["source"]))
+        if number not in printed and (lesson, number) not in NOT_OUTPUTS
+    ]
+    assert not drifted, f"{path.name}: quoted but printed by no cell: {drifted}"
+
+
+def test_numbers_the_readme_and_the_guide_quote_from_notebooks_are_printed():
+    root = NOTEBOOKS[0].parent.parent
+    printed = {
+        p.name[:2]: printed_text(json.loads(p.read_text(encoding="utf-8"))) for p in NOTEBOOKS
+    }
+    card = (root / "data" / "course_checkpoint" / "README.md").read_text(encoding="utf-8")
+    drifted = []
+    for row in (root / "README.md").read_text(encoding="utf-8").splitlines():
+        command = row.split("|")[-2].strip() if row.count("|") > 3 else ""
+        cited = re.findall(r"^notebook (0\d)", command)
+        for lesson in cited:  # a results row whose source is a notebook
+            for number in re.findall(r"(?<![\d.])\d+\.\d+%", row):
+                if number not in printed[lesson] and number not in card:
+                    drifted.append(f"README, notebook {lesson}'s row: {number}")
+    guide = (root / "docs" / "teaching.md").read_text(encoding="utf-8")
+    for number in re.findall(r"(?<![\d.])\d+\.\d+%", guide):
+        if not any(number in text for text in printed.values()):
+            drifted.append(f"docs/teaching.md: {number}")
+    assert not drifted, drifted

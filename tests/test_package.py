@@ -217,6 +217,21 @@ def test_course_map_has_one_source_the_readme_and_the_notebooks_agree():
     assert not any("| 01 Tokens and segments |" in s for s in sources), "no hand-copied map"
 
 
+def test_the_course_maps_minutes_are_the_measured_run_times():
+    """Each lesson's minutes: its measured run time rounded up to the half minute; at most 5."""
+    import math
+
+    from minibert.teaching import lessons
+
+    measured = json.loads((ROOT / "benchmarks" / "results" / "notebook_times.json").read_text())
+    for lesson in lessons.LESSONS:
+        seconds = measured["seconds"][lesson.notebook]  # python benchmarks/notebook_times.py
+        assert seconds <= 300, f"{lesson.notebook} runs {seconds:.0f} s: over one class's 5 minutes"
+        assert lesson.minutes == max(0.5, math.ceil(seconds / 30) / 2), (
+            f"{lesson.notebook}: the map says {lesson.minutes:g} minutes, measured {seconds:.0f} s"
+        )
+
+
 def test_every_module_is_reachable_as_an_attribute():
     import minibert
 

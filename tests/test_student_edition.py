@@ -225,3 +225,40 @@ def test_no_cell_calls_an_unwritten_function_outside_its_checker():
                 assert not used or guarded or "exercises.check_" in line or line.startswith(" "), (
                     f"{path.name} cell {i}: {line.strip()!r} calls {used} outside its checker"
                 )
+
+
+@pytest.mark.parametrize("name", [p.name for p in course_notebooks()])
+def test_the_student_edition_runs_from_top_to_bottom(edition, name):
+    """Run All, as a student gets the notebook: no error; each checker of a stub says NOT YET."""
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(edition / name, as_version=4)
+    # the student's folder, not the checkout: whatever a notebook reads must be found from there
+    NotebookClient(
+        notebook,
+        timeout=1800,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(edition)}},
+    ).execute()  # raises CellExecutionError on an error outside a raises-exception cell
+    course = json.loads((NOTEBOOKS / name).read_text(encoding="utf-8"))
+    for i in student_edition.solution_cells(course):
+        cells = notebook.cells[i : i + 2]
+        said = "".join(o.get("text", "") for c in cells if c.cell_type == "code" for o in c.outputs)
+        if "raises-exception" in notebook.cells[i].metadata.get("tags", []):  # a whole-cell stub
+            (error,) = [o for o in notebook.cells[i].outputs if o.output_type == "error"]
+            assert error.ename == "NotImplementedError", f"{name} cell {i}: {error.ename}"
+        elif any("exercises.check_" in c.source for c in cells):
+            assert "PASS" not in said, f"{name} cell {i}: a stub passed its checker"
+            assert "NOT YET" in said, f"{name} cell {i}: the checker of a stub said nothing"
+
+
+def test_the_prose_quotes_the_stub_the_student_edition_writes():
+    """Text telling students what to replace names the very line they will see."""
+    quoted = 0
+    for path in course_notebooks():
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            text = "".join(cell["source"])
+            if cell["cell_type"] == "markdown" and "NotImplementedError" in text:
+                assert STUB in text, f"{path.name}: the prose quotes another stub than {STUB!r}"
+                quoted += 1
+    assert quoted >= 2  # 02's and 03's exercise sections

@@ -505,6 +505,7 @@ def test_explorer_redraws_when_its_widgets_change(tiny_model_and_tokenizer):
     bundle = e._repr_mimebundle_()
     assert bundle["text/plain"] == repr(e)
     assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["image/png"] == shown_png(e)  # a static page shows the figure on show
 
 
 def test_explorer_takes_minibert_and_hugging_face_tokenizers(tiny_model_and_tokenizer):
@@ -556,3 +557,45 @@ def test_input_representation_draws_the_papers_rows_for_every_token():
     fig.canvas.draw()  # mathtext renders
     with pytest.raises(ValueError, match="equally long"):
         viz.input_representation(tokens, segments[:-1])
+
+
+def test_the_fine_tuning_diagram_keeps_the_pooler_and_says_what_is_copied():
+    fig = viz.fine_tuning_diagram()
+    pretraining, fine_tuning = ([t.get_text() for t in ax.texts] for ax in fig.axes)
+    for texts in (pretraining, fine_tuning):  # the pooler NSP trained is kept for fine-tuning
+        assert sum("pooler" in t for t in texts) == 1
+        assert sum("embeddings" in t and "WordPiece" in t for t in texts) == 1
+    assert any("copied from" in t for t in fine_tuning)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+        "weights learned in pretraining",
+        "new weights, random at the start",
+    ]
+    plt.close(fig)
+
+
+def test_explorer_shows_a_long_text_a_window_at_a_time(tiny_model_and_tokenizer):
+    model, tokenizer = tiny_model_and_tokenizer
+    long = " ".join(f"word{i % 7} and" for i in range(60))
+    e = viz.explore(model, tokenizer, long)
+    n, w = len(e.tokens), e.WINDOW
+    assert n > w and e.start.max == n - w and e.start.layout.display is None
+    assert f"tokens 0-{w - 1} of {n} on show" in e.note.value
+
+    def labels():
+        return [t.get_text() for t in e.figure.axes[0].get_xticklabels()]
+
+    assert labels() == e.tokens[:w]  # readable: one label per token on show, no more
+    e.start.value = 10
+    assert labels() == e.tokens[10 : 10 + w] and f"tokens 10-{w + 9} of {n}" in e.note.value
+    np.testing.assert_allclose(
+        e.figure.axes[0].images[0].get_array(), e.attentions[0][0, 0, 10 : 10 + w, 10 : 10 + w]
+    )
+    for view, head in (("head view", "all"), ("model view", 0), ("heatmap", "all")):
+        e.view.value, e.head.value = view, head
+        assert e.figure is not None  # every view draws the window
+    e.view.value, e.head.value = "heatmap", 0
+    e.text.value = "a short text"  # the window shrinks to the text and the slider hides
+    assert e.start.value == 0 and e.start.layout.display == "none" and e.note.value == ""
+    assert labels() == e.tokens
+    e.text.value = "   "  # ignored, and said
+    assert "the text is empty" in e.note.value and labels() == e.tokens

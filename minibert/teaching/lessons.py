@@ -33,31 +33,31 @@ LESSONS: tuple[Lesson, ...] = (
         "00_start_here.ipynb",
         "Start here",
         "what BERT is: one figure from text to heads, pretraining vs fine-tuning, and contextual vs context-free vectors measured on MiniLM; checks the environment; the course map; a first look at the Wikipedia articles and the review snippets",
-        1.0,
+        0.5,
     ),
     Lesson(
         "01_tokens_and_segments.ipynb",
         "Tokens and segments",
         "why subwords; BERT's basic tokenizer step by step; greedy WordPiece by hand; training a vocabulary on Wikipedia live and comparing it with bert-base-uncased's; [CLS], [SEP], segments and the paper's input-representation figure drawn from real data; padding, attention masks, truncation; tokenizer speed in an appendix",
-        1.0,
+        0.5,
     ),
     Lesson(
         "02_attention_math.ipynb",
         "Attention math",
         "Q, K, V with tiny numbers; why divide by sqrt(d_k) (an experiment); padding and causal masks; multi-head reshapes, equal to `torch.nn.MultiheadAttention`; a head that learns in seconds, and why two heads do what one cannot (measured); explicit vs fused attention in an appendix",
-        1.0,
+        0.5,
     ),
     Lesson(
         "03_encoder.ipynb",
         "The encoder",
-        'embeddings; learned vs sinusoidal positions (the shift property, and why BERT learns them); the encoder layer as a block diagram, why residuals, LayerNorm and the feed-forward, post-LN vs pre-LN, then by hand; parameter counts from tiny to base (the paper\'s 110M); the real MiniLM loaded and checked against `transformers`; what real heads look at; an interactive explorer; "bank" in context',
-        1.0,
+        "embeddings; the encoder layer as a block diagram, why residuals, LayerNorm and the feed-forward, post-LN vs pre-LN, then by hand; parameter counts from tiny to base (the paper's 110M); the real MiniLM loaded and checked against `transformers`; what real heads look at; an interactive explorer; in an appendix, learned vs sinusoidal positions (the shift property, and why BERT learns them)",
+        0.5,
     ),
     Lesson(
         "04_masked_language_model.ipynb",
         "Masked language modelling",
         'why masking; the 15% / 80-10-10 procedure by hand on Wikipedia, in colour and in statistics; whole-word masking; the tied MLM head and its loss; honest measures (accuracy at the [MASK] positions beside baselines at the same positions); two live runs: plain BERT stuck on the plateau ("the" at every mask) and a run whose first heads are guided to the neighbours; the course checkpoint: its measures, fill-mask, where it is right, trained vs untrained attention on one scale; the plateau and its cure: neighbour heads in plain, guided, course and MiniLM models',
-        2.0,
+        1.5,
     ),
     Lesson(
         "05_next_sentence_prediction.ipynb",
@@ -89,7 +89,7 @@ LESSONS: tuple[Lesson, ...] = (
 def course_map(folder: str = "notebooks/") -> str:
     """The course map as a Markdown table, each notebook linked under folder."""
     lines = [
-        "| notebook | what it teaches | minutes on a laptop CPU |",
+        "| notebook | what it teaches | minutes to run (2-core CPU) |",
         "|---|---|---|",
     ]
     for lesson in LESSONS:
