@@ -34,6 +34,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from minibert.config import IGNORE_INDEX
 from minibert.options import (
     COUNT,
     NON_NEGATIVE,
@@ -77,7 +78,12 @@ class TrainOptions:
 
     steps: int = option(help="optimizer steps", check=POSITIVE_INT)
     batch_size: int = option(32, help="examples per micro-batch", check=POSITIVE_INT)
-    grad_accum_steps: int = option(1, help="micro-batches per optimizer step", check=POSITIVE_INT)
+    grad_accum_steps: int = option(
+        1,
+        help="micro-batches per optimizer step; their gradient is one big batch's (every label "
+        "weighted once)",
+        check=POSITIVE_INT,
+    )
     lr: float = option(1e-4, help="peak learning rate of AdamW", check=POSITIVE)
     warmup_steps: int | None = option(
         None, help="linear warm-up steps (default: 10% of the steps)", check=COUNT
@@ -497,15 +503,25 @@ def _forward_backward(
     forward_kwargs: dict[str, Any] | None,
     lengths: Sequence[int] | None,
 ) -> float:
-    """Zero the gradients, then accumulate them over grad_accum_steps micro-batches; the loss."""
+    """Zero the gradients, then accumulate them over grad_accum_steps micro-batches; the loss.
+
+    The step's gradient is that of one big batch: each loss is weighted by its micro-batch's share
+    of the step's labels (sum over every label, divided by their count), not by 1/grad_accum_steps.
+    """
     model, o, step = run["model"], run["options"], run["step"]
     model.zero_grad(set_to_none=True)
     loss_value = 0.0
-    for micro in range(o.grad_accum_steps):
-        index = step * o.grad_accum_steps + micro
-        items = _draw_batch(train_data, index, o.batch_size, o.seed, lengths)
-        batch = _to_device(collate_fn(items) if collate_fn else items, device)
-        loss = model(**batch, **(forward_kwargs or {})).loss / o.grad_accum_steps
+    batches = [
+        _draw_batch(train_data, step * o.grad_accum_steps + micro, o.batch_size, o.seed, lengths)
+        for micro in range(o.grad_accum_steps)
+    ]
+    batches = [collate_fn(items) if collate_fn else items for items in batches]
+    counts = [label_counts(batch) for batch in batches]  # on the host, before the batches move
+    batches = [_to_device(batch, device) for batch in batches]
+    totals = {key: sum(c.get(key, 0) for c in counts) for c in counts for key in c}
+    for batch, count in zip(batches, counts):
+        out = model(**batch, **(forward_kwargs or {}))
+        loss = out.loss if len(batches) == 1 else _share(out, count, totals, len(batches))
         if not torch.isfinite(loss):
             raise TrainingError(
                 f"the loss became {loss.item()} at step {step + 1}; lower the learning "
@@ -514,6 +530,33 @@ def _forward_backward(
         loss.backward()
         loss_value += loss.item()
     return loss_value
+
+
+# a batch's label tensor -> the output's loss that averages over it (the first one present)
+LABELS = {"mlm_labels": ("mlm_loss",), "next_sentence_label": ("nsp_loss",), "labels": ("loss",)}
+
+
+def label_counts(batch: Any) -> dict[str, int]:
+    """How many predictions each loss of a batch averages over: its labels that are not ignored."""
+    if not isinstance(batch, dict):
+        return {}
+    return {key: int((batch[key] != IGNORE_INDEX).sum()) for key in LABELS
+            if isinstance(batch.get(key), torch.Tensor)}  # fmt: skip
+
+
+def _share(
+    out: Any, count: dict[str, int], totals: dict[str, int], micro_batches: int
+) -> torch.Tensor:
+    """A micro-batch's part of the step's loss: each labelled loss (a mean over this micro-batch's
+    labels) weighted by count / total, so the step sums every label once; what no label count
+    covers (an auxiliary loss, a loss with labels of its own) is averaged over micro-batches."""
+    loss = out.loss / micro_batches
+    for key, n in count.items():
+        names = [name for name in LABELS[key] if getattr(out, name, None) is not None]
+        if names and totals[key]:
+            part = getattr(out, names[0])
+            loss = loss + part * (n / totals[key] - 1 / micro_batches)
+    return loss
 
 
 def _finish_step(run: dict[str, Any], at: dict[str, Any]) -> None:

@@ -161,6 +161,31 @@ def test_gradient_accumulation_matches_a_bigger_batch():
     torch.testing.assert_close(results[0], results[1], atol=1e-5, rtol=1e-4)
 
 
+def test_accumulation_weights_every_masked_token_once_like_one_big_batch(data):
+    """MLM + NSP: micro-batches hold different numbers of masked tokens, so 2 x 8 accumulated must
+    weight each token by 1/(the step's tokens), not each micro-batch by 1/2 (the old bug)."""
+    train_data, _ = data
+    batches = [P.collate([train_data[i] for i in range(j, j + 8)]) for j in (0, 8, 16, 24)]
+    counts = [int((b["mlm_labels"] != -100).sum()) for b in batches]
+    assert len(set(counts)) > 1  # the micro-batches differ in masked tokens: the test can fail
+    results = []
+    for batch_size, accum in ((16, 1), (8, 2), (4, 4)):
+        set_seed(0)
+        model = BertForPreTraining(
+            make_tiny_config(vocab_size=VOCAB, hidden_dropout=0.0, attention_dropout=0.0)
+        )
+        history = train(
+            model, train_data, steps=3, batch_size=batch_size, grad_accum_steps=accum, lr=3e-3,
+            collate_fn=P.collate, progress=False, warmup_steps=1,
+        )  # fmt: skip
+        weights = torch.cat([p.detach().flatten() for p in model.parameters()])
+        results.append(([h["train_loss"] for h in history], weights))
+    (loss, weights), *others = results
+    for other_loss, other_weights in others:  # the same to float32 round-off
+        assert other_loss == pytest.approx(loss, rel=1e-6, abs=1e-6)
+        torch.testing.assert_close(other_weights, weights, atol=2e-6, rtol=1e-5)
+
+
 def test_resume_continues_exactly(data, tmp_path):
     _, uninterrupted = run(data, out_dir=tmp_path / "full", steps=12)
     # the same 12 steps with a checkpoint every 5, interrupted (Ctrl-C) while evaluating step 8

@@ -15,6 +15,7 @@ html_theme = "furo"
 html_title = "minibert: BERT from first principles"
 html_static_path = []
 html_show_sourcelink = False
+html_copy_source = False  # the notebooks are downloadable beside their pages already
 
 # notebooks: shown as stored, never executed; the widget's static PNG instead of the widget view
 nb_execution_mode = "off"
