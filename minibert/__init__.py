@@ -48,6 +48,7 @@ _SUBMODULES = (
     "cli",
     "config",
     "corpora",
+    "distributed",
     "finetuning",
     "guidance",
     "inference",

@@ -39,7 +39,10 @@ def _recipe(command: str, args: argparse.Namespace) -> int:
         return _error(command, exc, 1)
     except KeyboardInterrupt:
         return 130
-    print(result.report())
+    from minibert import distributed
+
+    if distributed.is_main():  # under torchrun, one report
+        print(result.report())
     return 0
 
 

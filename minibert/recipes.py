@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from minibert import corpora, finetuning, pretraining, tasks
+from minibert import corpora, distributed, finetuning, pretraining, tasks
 from minibert.config import IGNORE_INDEX, OBJECTIVES, PRESETS, BertConfig
 from minibert.guidance import NeighbourGuidance
 from minibert.model import BertForPreTraining
@@ -330,7 +330,7 @@ def _tokenizer(vocab: str | Path | None, vocab_size: int, train_articles: Sequen
             if path.is_dir()
             else BertTokenizer.from_vocab_file(path)
         )
-    print(f"training a WordPiece vocabulary of {vocab_size} on the training articles")
+    _say(f"training a WordPiece vocabulary of {vocab_size} on the training articles")
     return BertTokenizer(
         train_wordpiece([p for a in train_articles for p in a.paragraphs], vocab_size)
     )
@@ -347,11 +347,19 @@ def _options(cls: type, options: Any, changes: dict[str, Any]) -> Any:
         raise TypeError(f"{cls.__name__}: {exc}; the options are {known}") from None
 
 
+def _say(*text: Any) -> None:
+    """print, in the one process that reports (all of them but one are quiet under torchrun)."""
+    if distributed.is_main():
+        print(*text)
+
+
 def _start(o: TrainOptions | FinetuneOptions) -> float:
-    """Seed everything and set torch's threads, as both recipes begin; the start time."""
+    """Seed everything, set torch's threads and join torchrun's processes if started by it, as
+    both recipes begin; the start time."""
     set_seed(o.seed)
     if o.threads:
         torch.set_num_threads(o.threads)
+    distributed.start(torch.device(o.device or default_device()))
     return time.perf_counter()
 
 
@@ -394,11 +402,13 @@ def pretrain(
     tok = _tokenizer(source or o.vocab, o.vocab_size, train_articles, run)
     train_data, eval_data = _pretraining_data(o, tok, train_articles, heldout_articles)
     config, model = _pretraining_model(o, source, len(tok.vocab))
-    if o.overwrite and not o.resume and run.exists():
-        shutil.rmtree(run)  # an abandoned run of the model being replaced
-    run.mkdir(parents=True, exist_ok=True)
-    tok.save_pretrained(run)
-    atomic_write(run / "recipe.json", json.dumps(recipe, indent=1) + "\n")
+    if distributed.is_main():  # under torchrun the other processes write nothing
+        if o.overwrite and not o.resume and run.exists():
+            shutil.rmtree(run)  # an abandoned run of the model being replaced
+        run.mkdir(parents=True, exist_ok=True)
+        tok.save_pretrained(run)
+        atomic_write(run / "recipe.json", json.dumps(recipe, indent=1) + "\n")
+    distributed.barrier()
     history = train(
         model,
         train_data,
@@ -413,9 +423,11 @@ def pretrain(
         device=o.device or str(default_device()),
     )
     heldout = {k[len("eval_") :]: v for k, v in history[-1].items() if k.startswith("eval_")}
-    if len(history) < o.steps:  # paused by stop_after: the state stays in the run folder
+    if len(history) < o.steps or not distributed.is_main():  # paused by stop_after: the state
+        # stays in the run folder; or a process of torchrun's other than the one that writes
         seconds = time.perf_counter() - started
-        return PretrainResult(out, history, heldout, seconds, paused=True, steps=o.steps)
+        paused = len(history) < o.steps
+        return PretrainResult(out, history, heldout, seconds, paused=paused, steps=o.steps)
     if isinstance(model, NeighbourGuidance):
         model = model.finish()  # standard attention again: a plain BERT
     model.config = config  # saved with the preset's dropout, for fine-tuning
@@ -434,7 +446,7 @@ def _pretraining_corpus(o: PretrainOptions) -> tuple[list, list]:
                     "prediction needs at least two in each part (more documents, or "
                     "--objective sop or none)"
                 )
-    print(f"corpus: {len(train_articles)} training and {len(heldout_articles)} held-out documents")
+    _say(f"corpus: {len(train_articles)} training and {len(heldout_articles)} held-out documents")
     return train_articles, heldout_articles
 
 
@@ -459,7 +471,7 @@ def _pretraining_data(o: PretrainOptions, tok: BertTokenizer, train_articles, he
     eval_data = pretraining.heldout_dataset(
         heldout_articles, tok, o.max_len, objective=o.objective, seed=o.seed + 1, **masking
     )
-    print(
+    _say(
         f"examples: {len(train_data):,} training, {len(eval_data):,} held-out (max_len {o.max_len})"
     )
     return train_data, eval_data
@@ -615,6 +627,12 @@ class FinetuneOptions:
         help="re-initialise the pooler and the top N encoder layers first (Zhang et al., 2021)",
         check=COUNT,
     )
+    dropout: float | None = option(
+        None,
+        help="dropout while fine-tuning (hidden and attention; default: the model's own, BERT's "
+        "0.1); with 0, a run on N processes (torchrun) equals the run on one",
+        check=FRACTION,
+    )
     warmup_fraction: float = option(
         0.1, help="share of the steps spent warming the learning rate up", check=UNIT_INTERVAL
     )
@@ -713,6 +731,8 @@ def finetune(
         progress=progress,
         on_eval=keep_best,
     )
+    if not distributed.is_main():  # only process 0 evaluated and kept the best weights
+        return FinetuneResult(out, history, {}, {}, time.perf_counter() - started)
     net.load_state_dict(best["state"])
     dev = _measure(net, dev_data, collate, spec.unit)
     test = _measure(net, test_data, collate, spec.unit)
@@ -735,11 +755,14 @@ def finetune(
 def _classifier(o: FinetuneOptions, spec: tasks.Task, source: Path, config: BertConfig):
     """The task's model: the folder's weights with a new head (or random weights for scratch),
     its top layers re-initialised and its encoder frozen as the options say."""
+    drop = (
+        {} if o.dropout is None else {"hidden_dropout": o.dropout, "attention_dropout": o.dropout}
+    )
     if o.scratch:
-        net = spec.model_class(config)  # the same size and vocabulary, random weights
+        net = spec.model_class(config.replace(**drop))  # the same size, random weights
     else:  # a new classifier of the task's size, unless the folder holds one already
         net = spec.model_class.from_pretrained(
-            source, num_labels=len(spec.labels), label_names=spec.labels
+            source, num_labels=len(spec.labels), label_names=spec.labels, **drop
         )
     if o.reinit_layers:
         parts = [*net.bert.encoder.layers[-o.reinit_layers :]]

@@ -34,6 +34,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from minibert import distributed
 from minibert.config import IGNORE_INDEX
 from minibert.options import (
     COUNT,
@@ -351,7 +352,7 @@ def train(
         torch.set_num_threads(o.threads)
     device = torch.device(o.device) if o.device else next(model.parameters()).device
     model.to(device)
-    run = _new_run(model, o)
+    run = _new_run(model, o, device)
     lengths = [len(item["input_ids"]) for item in train_data] if o.group_by_length else None
     state_path = Path(out_dir) / STATE_FILE if out_dir is not None else None
     leftovers = remove_partial_files(out_dir) if out_dir is not None else []  # a hard kill's
@@ -370,14 +371,15 @@ def train(
             on_eval(run["history"])
 
     def save() -> None:
-        if state_path is not None:
+        if state_path is not None and distributed.is_main():
             _save_state(state_path, run, run["seconds"] + time.perf_counter() - started)
 
     from tqdm.auto import tqdm
 
     bar = tqdm(
-        total=o.steps, initial=run["step"], desc="training", disable=not progress, unit="step"
-    )
+        total=o.steps, initial=run["step"], desc="training", unit="step",
+        disable=not progress or not distributed.is_main(),
+    )  # fmt: skip
     model.train()
     started = time.perf_counter()
     at: dict[str, Any] = {"phase": "boundary"}  # where an interrupt lands (_to_boundary)
@@ -387,15 +389,14 @@ def train(
                 at["phase"] = "eval"
                 evaluate_now()
             while run["step"] < (o.stop_after or o.steps):
-                if ctrl_c["stop"]:
+                if distributed.any_process(ctrl_c["stop"]):  # every process stops at this step
                     raise KeyboardInterrupt
                 _step(run, at, lambda: _forward_backward(run, train_data, collate_fn, device,
                                                          forward_kwargs, lengths))  # fmt: skip
                 bar.update(1)
                 bar.set_postfix(loss=f"{at['loss']:.3f}")
-                if eval_data is not None and (
-                    run["step"] % o.eval_every == 0 or run["step"] == o.steps
-                ):
+                if (eval_data is not None and distributed.is_main()
+                        and (run["step"] % o.eval_every == 0 or run["step"] == o.steps)):  # fmt: skip
                     at["phase"], run["eval_pending"] = "eval", True
                     evaluate_now()
                 at["phase"] = "boundary"
@@ -460,12 +461,19 @@ def _with_changes(options: TrainOptions | None, changes: dict[str, Any]) -> Trai
         raise TypeError(f"train: {exc}; the options are {known}") from None
 
 
-def _new_run(model: nn.Module, o: TrainOptions) -> dict[str, Any]:
-    """A run at step 0: the model, AdamW, the schedule, an empty history, the settings."""
+def _new_run(model: nn.Module, o: TrainOptions, device: torch.device) -> dict[str, Any]:
+    """A run at step 0: the model (and what to call in training: DDP around it under torchrun),
+    AdamW, the schedule, an empty history, the settings."""
+    processes = distributed.start(device)
+    if o.batch_size % processes:
+        raise ValueError(
+            f"batch_size {o.batch_size} must be a multiple of the {processes} processes"
+        )
     optimizer = make_optimizer(model, o.lr, o.weight_decay)
     warmup = o.warmup
     return {
         "model": model,
+        "forward": distributed.wrap(model),
         "options": o,
         "optimizer": optimizer,
         "scheduler": torch.optim.lr_scheduler.LambdaLR(
@@ -511,25 +519,30 @@ def _forward_backward(
     model, o, step = run["model"], run["options"], run["step"]
     model.zero_grad(set_to_none=True)
     loss_value = 0.0
-    batches = [
-        _draw_batch(train_data, step * o.grad_accum_steps + micro, o.batch_size, o.seed, lengths)
+    batches = [  # this process's shard of each micro-batch (all of it in one process)
+        distributed.shard(_draw_batch(train_data, step * o.grad_accum_steps + micro, o.batch_size,
+                                      o.seed, lengths), o.batch_size)
         for micro in range(o.grad_accum_steps)
-    ]
+    ]  # fmt: skip
     batches = [collate_fn(items) if collate_fn else items for items in batches]
     counts = [label_counts(batch) for batch in batches]  # on the host, before the batches move
     batches = [_to_device(batch, device) for batch in batches]
-    totals = {key: sum(c.get(key, 0) for c in counts) for c in counts for key in c}
-    for batch, count in zip(batches, counts):
-        out = model(**batch, **(forward_kwargs or {}))
-        loss = out.loss if len(batches) == 1 else _share(out, count, totals, len(batches))
-        if not torch.isfinite(loss):
-            raise TrainingError(
-                f"the loss became {loss.item()} at step {step + 1}; lower the learning "
-                f"rate (now {run['scheduler'].get_last_lr()[0]:.2e}) or check the data"
-            )
-        loss.backward()
+    local = {key: sum(c.get(key, 0) for c in counts) for c in counts for key in c}
+    totals = distributed.all_sum(local)  # the step's labels in every process
+    processes, forward = distributed.world()[1], run["forward"]
+    parts = len(batches) * processes
+    for micro, (batch, count) in enumerate(zip(batches, counts)):
+        with distributed.no_sync(forward, last=micro == len(batches) - 1):
+            out = forward(**batch, **(forward_kwargs or {}))
+            loss = out.loss if parts == 1 else _share(out, count, totals, parts)
+            if not torch.isfinite(loss):
+                raise TrainingError(
+                    f"the loss became {loss.item()} at step {step + 1}; lower the learning "
+                    f"rate (now {run['scheduler'].get_last_lr()[0]:.2e}) or check the data"
+                )
+            (loss * processes).backward()  # DDP averages the processes' gradients: undo the 1/N
         loss_value += loss.item()
-    return loss_value
+    return distributed.all_sum({"loss": loss_value})["loss"]  # the whole step's loss
 
 
 # a batch's label tensor -> the output's loss that averages over it (the first one present)
@@ -544,18 +557,15 @@ def label_counts(batch: Any) -> dict[str, int]:
             if isinstance(batch.get(key), torch.Tensor)}  # fmt: skip
 
 
-def _share(
-    out: Any, count: dict[str, int], totals: dict[str, int], micro_batches: int
-) -> torch.Tensor:
-    """A micro-batch's part of the step's loss: each labelled loss (a mean over this micro-batch's
-    labels) weighted by count / total, so the step sums every label once; what no label count
-    covers (an auxiliary loss, a loss with labels of its own) is averaged over micro-batches."""
-    loss = out.loss / micro_batches
+def _share(out: Any, count: dict[str, int], totals: dict[str, int], parts: int) -> torch.Tensor:
+    """A micro-batch's part of the step's loss (parts: micro-batches x processes): each labelled
+    loss (a mean over this micro-batch's labels) weighted by count / total, so the step sums every
+    label once; what no label count covers (an auxiliary loss) is averaged over the parts."""
+    loss = out.loss / parts
     for key, n in count.items():
         names = [name for name in LABELS[key] if getattr(out, name, None) is not None]
         if names and totals[key]:
-            part = getattr(out, names[0])
-            loss = loss + part * (n / totals[key] - 1 / micro_batches)
+            loss = loss + getattr(out, names[0]) * (n / totals[key] - 1 / parts)
     return loss
 
 

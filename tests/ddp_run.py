@@ -1,0 +1,47 @@
+"""A tiny pretraining run for tests/test_distributed.py: python tests/ddp_run.py OUT [options].
+
+Run as is (one process) or under torchrun (several): the global batch, the data and the seed are
+the same, so the weights and history it saves to OUT (from process 0) must be the same too.
+"""
+
+import argparse
+import functools
+import json
+import sys
+
+import torch
+from conftest import make_tiny_config
+from test_training import VOCAB, synthetic_documents
+
+from minibert import distributed, set_seed
+from minibert import pretraining as P
+from minibert.model import BertForPreTraining
+from minibert.training import train
+
+parser = argparse.ArgumentParser()
+parser.add_argument("out")
+parser.add_argument("--batch-size", type=int, default=16)
+parser.add_argument("--grad-accum-steps", type=int, default=1)
+parser.add_argument("--steps", type=int, default=4)
+parser.add_argument("--stop-after", type=int, default=None)
+parser.add_argument("--run-dir", default=None)
+parser.add_argument("--resume", action="store_true")
+args = parser.parse_args()
+
+examples = P.create_examples(synthetic_documents(), max_len=32, seed=0)
+data = P.PretrainingDataset(examples[:96], 2, 3, 4, list(range(5, VOCAB)), seed=0)
+held_out = P.PretrainingDataset(examples[96:128], 2, 3, 4, list(range(5, VOCAB)), seed=0)
+set_seed(0)
+model = BertForPreTraining(
+    make_tiny_config(vocab_size=VOCAB, hidden_dropout=0.0, attention_dropout=0.0)
+)
+history = train(
+    model, data, held_out, steps=args.steps, batch_size=args.batch_size,
+    grad_accum_steps=args.grad_accum_steps, lr=3e-3, warmup_steps=1, eval_every=2, threads=1,
+    collate_fn=P.collate, metrics_fn=functools.partial(P.pretraining_metrics, mask_token_id=4),
+    out_dir=args.run_dir, resume=args.resume, stop_after=args.stop_after, progress=False,
+)  # fmt: skip
+if distributed.is_main():
+    weights = torch.cat([p.detach().flatten() for p in model.parameters()])
+    torch.save({"history": history, "weights": weights, "world": distributed.world()[1]}, args.out)
+    json.dump({"processes": distributed.world()[1]}, sys.stdout)

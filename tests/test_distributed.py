@@ -1,0 +1,100 @@
+"""Several processes, one run: torchrun with gloo on this CPU gives the run of one process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+HERE = Path(__file__).parent
+
+
+def run(tmp_path: Path, name: str, processes: int = 1, *args: str) -> dict:
+    out = tmp_path / f"{name}.pt"
+    command = [sys.executable, str(HERE / "ddp_run.py"), str(out), *args]
+    if processes > 1:  # torchrun, as a user starts it; a free port for the two processes
+        command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node",
+                   str(processes), "--standalone", *command[1:]]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return torch.load(out)
+
+
+def same_run(a: dict, b: dict) -> None:
+    """The same training losses, held-out accuracies and weights, to float32 round-off (the
+    held-out losses are means per evaluation batch, whose size is the run's micro-batch)."""
+    assert len(a["history"]) == len(b["history"])
+    for x, y in zip(a["history"], b["history"]):
+        for key in x:
+            if key == "train_loss" or key.endswith(("accuracy", "top5")):
+                assert y[key] == pytest.approx(x[key], rel=1e-5, abs=1e-6), (key, x, y)
+    torch.testing.assert_close(a["weights"], b["weights"], atol=3e-6, rtol=1e-5)
+
+
+def test_two_processes_train_as_one_and_resume_anywhere(tmp_path):
+    one = run(tmp_path, "one")
+    two = run(tmp_path, "two", 2)
+    assert (one["world"], two["world"]) == (1, 2)
+    same_run(one, two)  # 2 processes x 8 = one batch of 16
+    accumulated = run(tmp_path, "accumulated", 2, "--batch-size", "8", "--grad-accum-steps", "2")
+    same_run(one, accumulated)  # 2 processes x 2 micro-batches x 4
+    # stopped after 2 steps on 2 processes, resumed on 1: the same run
+    folder = str(tmp_path / "run")
+    run(tmp_path, "first_half", 2, "--run-dir", folder, "--stop-after", "2")
+    resumed = run(tmp_path, "resumed", 1, "--run-dir", folder, "--resume")
+    same_run(one, resumed)
+
+
+def test_the_batch_must_split_evenly(tmp_path):
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+               "--standalone", str(HERE / "ddp_run.py"), str(tmp_path / "x.pt"),
+               "--batch-size", "15"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "batch_size 15 must be a multiple of the 2 processes" in done.stderr
+
+
+def command(processes: int, *args: str) -> list[str]:
+    """`python -m minibert ARGS`, or `torchrun --standalone --nproc_per_node N -m minibert ARGS`."""
+    if processes == 1:
+        return [sys.executable, "-m", "minibert", *args]
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+            str(processes), "-m", "minibert", *args]  # fmt: skip
+
+
+def same_folders(a: Path, b: Path, atol: float) -> None:
+    from safetensors.torch import load_file
+
+    for x, y in zip(json.loads((a / "history.json").read_text()),
+                    json.loads((b / "history.json").read_text()), strict=True):  # fmt: skip
+        assert y["train_loss"] == pytest.approx(x["train_loss"], rel=1e-5)
+    wa, wb = load_file(a / "model.safetensors"), load_file(b / "model.safetensors")
+    assert wa.keys() == wb.keys()
+    for name in wa:
+        torch.testing.assert_close(wb[name], wa[name], atol=atol, rtol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "recipe, atol",
+    [(["pretrain", "--preset", "tiny", "--steps", "3", "--dropout", "0", "--vocab-size", "500",
+       "--max-len", "64", "--eval-every", "3", "--eval-batches", "2"], 3e-6),
+     (["finetune", "--model", "course", "--train-examples", "64", "--max-steps", "4",
+       "--dropout", "0", "--evaluations", "2"], 5e-5)],
+    ids=["pretrain", "finetune"],
+)  # fmt: skip
+def test_torchrun_runs_the_command_as_one_process_does(tmp_path, recipe, atol):
+    reports = {}
+    for processes in (1, 2):
+        out = tmp_path / f"p{processes}"
+        done = subprocess.run(
+            command(processes, *recipe, "--batch-size", "8", "--threads", "1", "--out", str(out)),
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        reports[processes] = [line for line in done.stdout.splitlines() if "saved" in line]
+    assert len(reports[2]) == 1  # one process reports and writes
+    same_folders(tmp_path / "p1", tmp_path / "p2", atol)
