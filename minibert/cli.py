@@ -85,11 +85,18 @@ def build_parser() -> argparse.ArgumentParser:
         ("finetune", FinetuneOptions, "fine-tune a pretrained BERT (or a random one of its size) on a labelled task",
          "folder for the fine-tuned model, tokenizer and results.json"),
     ):  # fmt: skip
-        command = sub.add_parser(name, help=help_text)
+        command = sub.add_parser(name, help=help_text, description=help_text, epilog=SEVERAL)
         command.add_argument("--out", required=True, help=out)
         add_arguments(command, options)
         command.set_defaults(run=lambda a, name=name: _recipe(name, a))
     return parser
+
+
+SEVERAL = (
+    "On N processes (CPU cores, or GPUs with NCCL): torchrun --standalone --nproc_per_node N -m "
+    "minibert pretrain|finetune ... --batch-size stays the global batch; process 0 evaluates, "
+    "reports and writes; --resume works on any number of processes."
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -149,6 +149,8 @@ def check_inputs(
                 f"{name} must hold integer ids (torch.long), got {t.dtype}; "
                 f"convert with {name}.long()."
             )
+        if not on_host(t):  # reading values back would stall a GPU: checked on the host instead
+            continue  # (the training loop runs check_batch before a batch moves to the device)
         low, high = int(t.min()), int(t.max())
         if low < 0 or high >= size:
             raise ValueError(
@@ -205,6 +207,29 @@ class BertPreTrainedModel(nn.Module):
         """Write config.json + model.safetensors that transformers' from_pretrained loads."""
         checkpoint.save_pretrained(self, path)
 
+    def check_batch(self, batch: dict[str, Any]) -> None:
+        """The value checks forward skips on a device (ids and labels in range), on host tensors."""
+        check_inputs(self.config, batch["input_ids"], batch.get("token_type_ids"),
+                     batch.get("attention_mask"))  # fmt: skip
+        classes = {"labels": getattr(self.config, "num_labels", None),
+                   "mlm_labels": self.config.vocab_size, "next_sentence_label": 2}  # fmt: skip
+        if isinstance(self, BertForMaskedLM):
+            classes["labels"] = self.config.vocab_size
+        for name, size in classes.items():
+            labels = batch.get(name)
+            if isinstance(labels, Tensor) and size is not None:
+                bad = (labels != IGNORE_INDEX) & ((labels < 0) | (labels >= size))
+                if bool(bad.any()):
+                    raise ValueError(
+                        f"{name} must lie in [0, {size}) or be {IGNORE_INDEX} (ignored), got "
+                        f"{labels[bad].unique().tolist()[:10]}."
+                    )
+
+
+def on_host(t: Tensor) -> bool:
+    """True for a CPU tensor, whose values can be read without stalling a device's queue."""
+    return t.device.type == "cpu"
+
 
 class BertModel(BertPreTrainedModel):
     """The encoder: embeddings, num_layers encoder layers and (by default) the pooler."""
@@ -235,7 +260,8 @@ class BertModel(BertPreTrainedModel):
         mask = None  # no padding: the same result, and the faster unmasked kernel
         if attention_mask is not None:
             mask = padding_mask(attention_mask.to(x.device), dtype=x.dtype)  # (batch, 1, 1, seq)
-            mask = None if bool(attention_mask.all()) else mask  # built once, for every layer
+            if on_host(attention_mask) and bool(attention_mask.all()):  # no padding at all
+                mask = None  # (on a device, the mask is kept rather than read back)
         x, hidden_states, attentions = self.encoder(
             x, mask, output_attentions, output_hidden_states
         )
@@ -286,6 +312,11 @@ def labelled_loss(logits: Tensor, labels: Tensor, name: str = "labels") -> Tenso
         raise ValueError(
             f"{name} must have shape {tuple(logits.shape[:-1])}, got {tuple(labels.shape)}."
         )
+    if not on_host(labels):  # no read back on a device: checked on the host (check_batch)
+        count = (labels != IGNORE_INDEX).sum().clamp(min=1)  # all ignored: 0 / 1, not NaN
+        loss = F.cross_entropy(logits.flatten(0, -2).float(), labels.flatten(), reduction="sum",
+                               ignore_index=IGNORE_INDEX)  # fmt: skip
+        return loss / count
     bad = (labels != IGNORE_INDEX) & ((labels < 0) | (labels >= num_classes))
     if bool(bad.any()):
         raise ValueError(

@@ -646,6 +646,7 @@ class FinetuneOptions:
     seed: int = inherit(TrainOptions, "seed")
     device: str | None = inherit(TrainOptions, "device")
     threads: int | None = inherit(TrainOptions, "threads")
+    precision: str = inherit(TrainOptions, "precision")
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -711,6 +712,7 @@ def finetune(
 
     collate = lambda batch: finetuning.collate(batch, tok.pad_token_id)  # noqa: E731
     loop = TrainOptions(
+        precision=o.precision,
         steps=steps,
         batch_size=o.batch_size,
         lr=lr,

@@ -42,6 +42,7 @@ from minibert.options import (
     POSITIVE,
     POSITIVE_INT,
     check_fields,
+    one_of,
     option,
     saved,
 )
@@ -125,6 +126,12 @@ class TrainOptions:
         None, help="CPU threads for torch (default: torch's choice)", check=POSITIVE_INT,
         resume="free",
     )  # fmt: skip
+    precision: str = option(
+        "fp32",
+        help="fp32, or bf16: the forward in bfloat16 (torch.autocast; the weights, gradients and "
+        "optimizer stay float32), for GPUs with bf16 (Ampere or newer) and recent CPUs",
+        check=one_of("fp32", "bf16"),
+    )
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -156,14 +163,18 @@ class TrainingError(RuntimeError):
     """Training cannot go on (a NaN or infinite loss, a checkpoint that does not fit)."""
 
 
-def make_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.01) -> torch.optim.AdamW:
-    """AdamW with weight decay on weight matrices only: none on biases and LayerNorm (1-D) ones."""
+def make_optimizer(
+    model: nn.Module, lr: float, weight_decay: float = 0.01, fused: bool = False
+) -> torch.optim.AdamW:
+    """AdamW with weight decay on weight matrices only: none on biases and LayerNorm (1-D) ones.
+
+    fused: one kernel for every parameter's update (CUDA), the same arithmetic as the loop."""
     trained = [p for p in model.parameters() if p.requires_grad]
     groups = [
         {"params": [p for p in trained if p.ndim >= 2], "weight_decay": weight_decay},
         {"params": [p for p in trained if p.ndim < 2], "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=1e-6)
+    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=1e-6, fused=fused or None)
 
 
 def linear_schedule(step: int, warmup_steps: int, total_steps: int) -> float:
@@ -469,7 +480,7 @@ def _new_run(model: nn.Module, o: TrainOptions, device: torch.device) -> dict[st
         raise ValueError(
             f"batch_size {o.batch_size} must be a multiple of the {processes} processes"
         )
-    optimizer = make_optimizer(model, o.lr, o.weight_decay)
+    optimizer = make_optimizer(model, o.lr, o.weight_decay, fused=device.type == "cuda")
     warmup = o.warmup
     return {
         "model": model,
@@ -526,14 +537,19 @@ def _forward_backward(
     ]  # fmt: skip
     batches = [collate_fn(items) if collate_fn else items for items in batches]
     counts = [label_counts(batch) for batch in batches]  # on the host, before the batches move
+    if device.type != "cpu" and hasattr(model, "check_batch"):  # the values forward skips there
+        for batch in batches:
+            model.check_batch(batch)
     batches = [_to_device(batch, device) for batch in batches]
     local = {key: sum(c.get(key, 0) for c in counts) for c in counts for key in c}
     totals = distributed.all_sum(local)  # the step's labels in every process
     processes, forward = distributed.world()[1], run["forward"]
     parts = len(batches) * processes
     for micro, (batch, count) in enumerate(zip(batches, counts)):
+        bf16 = torch.autocast(device.type, torch.bfloat16, enabled=o.precision == "bf16")
         with distributed.no_sync(forward, last=micro == len(batches) - 1):
-            out = forward(**batch, **(forward_kwargs or {}))
+            with bf16:
+                out = forward(**batch, **(forward_kwargs or {}))
             loss = out.loss if parts == 1 else _share(out, count, totals, parts)
             if not torch.isfinite(loss):
                 raise TrainingError(

@@ -501,3 +501,38 @@ def test_a_new_model_is_initialised_once(cls, monkeypatch):
     embedding = model.get_submodule("bert.embeddings" if cls is not BertModel else "embeddings")
     std = float(embedding.word_embeddings.weight.detach().std())
     assert abs(std - TINY.initializer_range) < 0.002  # BERT's normal(0, 0.02)
+
+
+def test_on_a_device_the_forward_reads_no_value_back(monkeypatch):
+    """Each value read (int(t), bool(t), t.item()) stalls a GPU: on a device forward does none,
+    and gives the same outputs; check_batch runs the skipped checks on the host batch instead."""
+    import minibert.model as M
+    from minibert.model import BertForPreTraining
+
+    torch.manual_seed(0)
+    model = BertForPreTraining(TINY).eval()
+    ids = torch.randint(5, TINY.vocab_size, (3, 10))
+    mask = torch.ones_like(ids)
+    mask[1, 7:] = 0
+    mlm = torch.full_like(ids, -100)
+    mlm[:, 2] = ids[:, 2]
+    batch = {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids),
+             "mlm_labels": mlm, "next_sentence_label": torch.tensor([0, 1, 0])}  # fmt: skip
+    expected = model(**batch)
+
+    def read_back(*args, **kwargs):
+        raise AssertionError("a tensor's value was read back to the host")
+
+    with monkeypatch.context() as m:
+        m.setattr(M, "on_host", lambda t: False)  # as if every tensor were on a GPU
+        for method in ("__bool__", "__int__", "__float__", "item", "tolist"):
+            m.setattr(torch.Tensor, method, read_back)
+        out = model(**batch)
+        loss, mlm_loss = out.loss.detach().clone(), out.mlm_loss.detach().clone()
+    torch.testing.assert_close(loss, expected.loss.detach(), atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(mlm_loss, expected.mlm_loss.detach(), atol=1e-6, rtol=1e-6)
+    model.check_batch(batch)  # in range: passes
+    with pytest.raises(ValueError, match="input_ids must lie in"):
+        model.check_batch(batch | {"input_ids": ids + TINY.vocab_size})
+    with pytest.raises(ValueError, match="next_sentence_label must lie in"):
+        model.check_batch(batch | {"next_sentence_label": torch.tensor([0, 2, 0])})

@@ -377,3 +377,20 @@ def test_group_by_length_trains_and_resumes_exactly(data, tmp_path):
     _, resumed = run(data, out_dir=tmp_path / "part", steps=12, resume=True, group_by_length=True)
     for a, b in zip(full, resumed):
         assert a["train_loss"] == pytest.approx(b["train_loss"], abs=1e-6), a["step"]
+
+
+def test_bf16_autocast_trains_close_to_float32(data):
+    """--precision bf16: the forward in bfloat16 under autocast (here on the CPU), the weights and
+    the optimizer in float32; the losses follow the float32 run's to bfloat16's precision."""
+    train_data, _ = data
+    losses = {}
+    for precision in ("fp32", "bf16"):
+        model = tiny_model()
+        history = train(model, train_data, steps=4, batch_size=8, lr=3e-3, collate_fn=P.collate,
+                        progress=False, precision=precision)  # fmt: skip
+        assert all(p.dtype == torch.float32 for p in model.parameters())
+        losses[precision] = [h["train_loss"] for h in history]
+    assert losses["bf16"] != losses["fp32"]  # autocast did run in bfloat16
+    assert losses["bf16"] == pytest.approx(losses["fp32"], abs=0.05)
+    with pytest.raises(ValueError, match="precision must be one of 'fp32', 'bf16'"):
+        train(tiny_model(), train_data, steps=1, batch_size=8, precision="fp16")
