@@ -37,6 +37,7 @@ __all__ = [
     "OPEN_FRACTION",
     "POSITIVE",
     "POSITIVE_INT",
+    "SEED",
     "UNIT_INTERVAL",
     "Check",
     "add_arguments",
@@ -77,6 +78,8 @@ NON_NEGATIVE = Check("a finite number >= 0", lambda v: _number(v) and v >= 0)
 FRACTION = Check("in [0, 1)", lambda v: _number(v) and 0 <= v < 1)
 OPEN_FRACTION = Check("in (0, 1)", lambda v: _number(v) and 0 < v < 1)
 UNIT_INTERVAL = Check("in [0, 1]", lambda v: _number(v) and 0 <= v <= 1)
+# what Python's random, NumPy's legacy seed and torch.manual_seed all accept as the same number
+SEED = Check("an int in [0, 2**32 - 1]", lambda v: _int(v) and 0 <= v < 2**32)
 
 
 def one_of(*choices: str) -> Check:

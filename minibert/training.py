@@ -22,9 +22,11 @@ Ctrl-C, which takes effect when the current step is done (a second Ctrl-C stops 
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import signal
 import threading
 import time
+import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -41,6 +43,7 @@ from minibert.options import (
     NON_NEGATIVE,
     POSITIVE,
     POSITIVE_INT,
+    SEED,
     check_fields,
     one_of,
     option,
@@ -116,7 +119,7 @@ class TrainOptions:
         save=False,
     )
     seed: int = option(
-        0, help="seed for data order, masking, initialisation and dropout", check=COUNT
+        0, help="seed for data order, masking, initialisation and dropout", check=SEED
     )
     device: str | None = option(
         None, help="cpu, cuda or mps (default: the GPU when present)", check=_device_problem,
@@ -243,16 +246,24 @@ def _batch_order(
     ]
 
 
-def _draw_batch(
-    train_data: Sequence, index: int, batch_size: int, seed: int, lengths: Sequence[int] | None
-) -> list:
-    """The index-th batch of the run: epochs of a fixed shuffle, the last partial batch dropped."""
-    first = index * batch_size
-    epoch, offset = divmod(first, len(train_data) - len(train_data) % batch_size)
-    if hasattr(train_data, "set_epoch"):
-        train_data.set_epoch(epoch)  # dynamic masking: a new mask every epoch
-    order = _batch_order(len(train_data), epoch, seed, lengths, batch_size)
-    return [train_data[i] for i in order[offset : offset + batch_size]]
+def _micro_batch_drawer(
+    train_data: Sequence, o: TrainOptions, step: int, lengths: Sequence[int] | None
+) -> Callable[[int], list]:
+    """micro -> this process's shard of the step's micro-th micro-batch (its examples, uncollated):
+    epochs of a fixed shuffle (each computed once per step), the last partial batch dropped."""
+    orders: dict[int, list[int]] = {}
+    usable = len(train_data) - len(train_data) % o.batch_size
+
+    def draw(micro: int) -> list:
+        epoch, offset = divmod((step * o.grad_accum_steps + micro) * o.batch_size, usable)
+        if hasattr(train_data, "set_epoch"):
+            train_data.set_epoch(epoch)  # dynamic masking: a new mask every epoch
+        if epoch not in orders:
+            orders[epoch] = _batch_order(len(train_data), epoch, o.seed, lengths, o.batch_size)
+        items = [train_data[i] for i in orders[epoch][offset : offset + o.batch_size]]
+        return distributed.shard(items, o.batch_size)  # all of it in one process
+
+    return draw
 
 
 # --- saving and restoring a run ----------------------------------------------------------------
@@ -285,8 +296,8 @@ def _restore_state(
             f"resume: no {path.name} in {path.parent} (it holds: {', '.join(found) or 'nothing'}); "
             "start without resume, or point to the folder of the interrupted run"
         )
-    state = torch.load(path, map_location=device, weights_only=True)
-    saved = state.get("settings", {})
+    state = _read_state(path, device)
+    saved = state["settings"]
     differ = [
         f"{k}={run['settings'][k]!r} (the checkpoint has {saved[k]!r})"
         for k in run["settings"]
@@ -297,12 +308,45 @@ def _restore_state(
             f"the checkpoint in {path.parent} was made with other settings: {', '.join(differ)}; "
             "resume with the same settings, or start a new run in another folder"
         )
-    run["model"].load_state_dict(state["model"])
-    run["optimizer"].load_state_dict(state["optimizer"])
-    run["scheduler"].load_state_dict(state["scheduler"])
+    try:
+        run["model"].load_state_dict(state["model"])
+        run["optimizer"].load_state_dict(state["optimizer"])
+        run["scheduler"].load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["torch_rng"].cpu())
+    except (RuntimeError, ValueError, KeyError, TypeError) as exc:  # another model's, or damaged
+        cause = " ".join(str(exc).split())  # load_state_dict's message spans lines
+        raise ValueError(f"{path} does not fit this run ({cause:.300}); {AGAIN}") from None
     run.update({k: state[k] for k in ("step", "seconds", "eval_pending")})
     run["history"] = list(state["history"])
-    torch.set_rng_state(state["torch_rng"].cpu())
+
+
+AGAIN = "start again without resume (--overwrite on the command line)"
+STATE_TYPES = {"model": dict, "optimizer": dict, "scheduler": dict, "torch_rng": torch.Tensor,
+               "step": int, "history": list, "seconds": float, "eval_pending": bool,
+               "settings": dict}  # fmt: skip
+
+
+def _read_state(path: Path, device: torch.device) -> dict[str, Any]:
+    """A saved run's state; a file that is damaged or holds something else raises a ValueError.
+    torch.save writes a zip with a checksum per entry: checked first, they find a flipped bit."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+        if bad is not None:
+            raise ValueError(f"the data of {bad} fails its checksum")
+        # weights_only: a damaged or foreign pickle is refused, never run
+        state = torch.load(path, map_location=device, weights_only=True)
+    except (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, OSError, ValueError,
+            KeyError, pickle.UnpicklingError) as exc:  # fmt: skip
+        cause = " ".join(str(exc).split()) or type(exc).__name__
+        raise ValueError(f"{path} is damaged ({cause:.200}); {AGAIN}") from None
+    wrong = [key for key, kind in STATE_TYPES.items()
+             if not isinstance(state, dict) or not isinstance(state.get(key), kind)]  # fmt: skip
+    if wrong:
+        raise ValueError(
+            f"{path} is not a minibert training state (no valid {', '.join(wrong)}); {AGAIN}"
+        )
+    return state
 
 
 @contextmanager
@@ -526,28 +570,33 @@ def _forward_backward(
 
     The step's gradient is that of one big batch: each loss is weighted by its micro-batch's share
     of the step's labels (sum over every label, divided by their count), not by 1/grad_accum_steps.
+    The micro-batches stream: the labels are counted from the examples first, then each
+    micro-batch is collated just before its forward, so only one is ever held in memory.
     """
     model, o, step = run["model"], run["options"], run["step"]
     model.zero_grad(set_to_none=True)
-    loss_value = 0.0
-    batches = [  # this process's shard of each micro-batch (all of it in one process)
-        distributed.shard(_draw_batch(train_data, step * o.grad_accum_steps + micro, o.batch_size,
-                                      o.seed, lengths), o.batch_size)
-        for micro in range(o.grad_accum_steps)
-    ]  # fmt: skip
-    batches = [collate_fn(items) if collate_fn else items for items in batches]
-    counts = [label_counts(batch) for batch in batches]  # on the host, before the batches move
-    if device.type != "cpu" and hasattr(model, "check_batch"):  # the values forward skips there
-        for batch in batches:
-            model.check_batch(batch)
-    batches = [_to_device(batch, device) for batch in batches]
+    processes, forward = distributed.world()[1], run["forward"]
+    parts = o.grad_accum_steps * processes
+    draw = _micro_batch_drawer(train_data, o, step, lengths)
+    collate = collate_fn or (lambda items: items)
+    counts, prebuilt = _step_label_counts(draw, o.grad_accum_steps, collate, parts)
     local = {key: sum(c.get(key, 0) for c in counts) for c in counts for key in c}
     totals = distributed.all_sum(local)  # the step's labels in every process
-    processes, forward = distributed.world()[1], run["forward"]
-    parts = len(batches) * processes
-    for micro, (batch, count) in enumerate(zip(batches, counts)):
+    loss_value = 0.0
+    for micro, count in enumerate(counts):
+        batch = prebuilt[micro] if prebuilt else collate(draw(micro))
+        if not prebuilt and parts > 1 and label_counts(batch) != count:
+            raise TrainingError(
+                f"micro-batch {micro + 1} of step {step + 1}: its examples hold {count} labels, "
+                f"its collated batch {label_counts(batch)}; the loop counts the labels from the "
+                "examples, so train_data[i] must give the same example each time and collate_fn "
+                "may only pad labels with IGNORE_INDEX"
+            )
+        if device.type != "cpu" and hasattr(model, "check_batch"):  # what forward skips there
+            model.check_batch(batch)  # on the host, before the batch moves
+        batch = _to_device(batch, device)
         bf16 = torch.autocast(device.type, torch.bfloat16, enabled=o.precision == "bf16")
-        with distributed.no_sync(forward, last=micro == len(batches) - 1):
+        with distributed.no_sync(forward, last=micro == len(counts) - 1):
             with bf16:
                 out = forward(**batch, **(forward_kwargs or {}))
             loss = out.loss if parts == 1 else _share(out, count, totals, parts)
@@ -561,6 +610,22 @@ def _forward_backward(
     return distributed.all_sum({"loss": loss_value})["loss"]  # the whole step's loss
 
 
+def _step_label_counts(
+    draw: Callable[[int], list], micro_batches: int, collate: Callable, parts: int
+) -> tuple[list[dict[str, int]], list | None]:
+    """Each micro-batch's label counts (needed before the first backward), and the collated
+    micro-batches when they had to be built to count them (examples that are not dicts of labels).
+
+    One micro-batch in one process needs no counts: its loss is the model's own mean."""
+    if parts == 1:
+        return [{}], None
+    counts = [_example_label_counts(draw(micro)) for micro in range(micro_batches)]
+    if all(count is not None for count in counts):
+        return counts, None
+    prebuilt = [collate(draw(micro)) for micro in range(micro_batches)]
+    return [label_counts(batch) for batch in prebuilt], prebuilt
+
+
 # a batch's label tensor -> the output's loss that averages over it (the first one present)
 LABELS = {"mlm_labels": ("mlm_loss",), "next_sentence_label": ("nsp_loss",), "labels": ("loss",)}
 
@@ -571,6 +636,21 @@ def label_counts(batch: Any) -> dict[str, int]:
         return {}
     return {key: int((batch[key] != IGNORE_INDEX).sum()) for key in LABELS
             if isinstance(batch.get(key), torch.Tensor)}  # fmt: skip
+
+
+def _example_label_counts(items: Sequence) -> dict[str, int] | None:
+    """label_counts of the batch these examples collate to, without collating them (padding only
+    adds ignored labels); None when they are not dicts that hold labels."""
+    if not items or not all(isinstance(item, dict) for item in items):
+        return None
+    counts = {}
+    for key in (key for key in LABELS if key in items[0]):
+        try:  # an int per example, or one per token (a list or a tensor)
+            labels = [torch.as_tensor(item[key]) for item in items]
+        except (KeyError, TypeError, ValueError, RuntimeError):
+            return None
+        counts[key] = sum(int((t != IGNORE_INDEX).sum()) for t in labels)
+    return counts or None
 
 
 def _share(out: Any, count: dict[str, int], totals: dict[str, int], parts: int) -> torch.Tensor:

@@ -3,6 +3,7 @@ recipe and the resume comparison; the command line and Python refuse the same va
 
 import argparse
 import dataclasses
+import re
 
 import pytest
 
@@ -128,3 +129,17 @@ def test_a_new_option_is_one_field():
 def test_train_names_the_options_when_one_is_misspelt(tiny_model=None):
     with pytest.raises(TypeError, match="the options are steps, batch_size"):
         train(None, [], stpes=3)
+
+
+@pytest.mark.parametrize("command", sorted(RECIPES))
+def test_u3_seed_beyond_what_the_generators_take_is_refused_by_the_flag(command, capsys):
+    required = ["--out", "x", *(["--steps", "5"] if command == "pretrain" else [])]
+    with pytest.raises(SystemExit) as exit_:
+        _subparser(command).parse_args([*required, "--seed", str(10**20)])
+    assert exit_.value.code == 2
+    assert re.search(
+        r"--seed: must be an int in \[0, 2\*\*32 - 1\], got 1000", capsys.readouterr().err
+    )
+    assert _subparser(command).parse_args([*required, "--seed", str(2**32 - 1)]).seed == 2**32 - 1
+    with pytest.raises(ValueError, match=r"seed must be an int in \[0, 2\*\*32 - 1\]"):
+        RECIPES[command](**({"steps": 5} if command == "pretrain" else {}), seed=2**32)

@@ -1,6 +1,7 @@
 """minibert.training: the loop, its schedule, checkpoints, exact resume, interrupts, NaN guard."""
 
 import functools
+import re
 
 import pytest
 import torch
@@ -12,6 +13,7 @@ from minibert.model import BertForPreTraining, BertForSequenceClassification
 from minibert.training import (
     STATE_FILE,
     TrainingError,
+    TrainOptions,
     evaluate,
     linear_schedule,
     make_optimizer,
@@ -394,3 +396,98 @@ def test_bf16_autocast_trains_close_to_float32(data):
     assert losses["bf16"] == pytest.approx(losses["fp32"], abs=0.05)
     with pytest.raises(ValueError, match="precision must be one of 'fp32', 'bf16'"):
         train(tiny_model(), train_data, steps=1, batch_size=8, precision="fp16")
+
+
+# --- damaged inputs and huge options (issue #40) --------------------------------------------------
+
+
+def test_h1_accumulation_streams_micro_batches(data):
+    """grad_accum_steps=10,000 of batch 1: the first forward comes after one collate, not 10,000
+    (each micro-batch is built just before its forward; the labels are counted from the examples)."""
+    train_data, _ = data
+    calls = {"collate": 0}
+
+    def counting_collate(items):
+        calls["collate"] += 1
+        return P.collate(items)
+
+    class FirstForward(Exception):
+        pass
+
+    def first_forward(**batch):
+        calls["at_first_forward"] = calls["collate"]
+        raise FirstForward
+
+    model = tiny_model()
+    model.forward = first_forward
+    with pytest.raises(FirstForward):
+        train(model, train_data, steps=1, batch_size=1, grad_accum_steps=10_000,
+              collate_fn=counting_collate, progress=False)  # fmt: skip
+    assert calls["at_first_forward"] == 1
+
+
+def test_h1_a_collate_that_changes_the_label_count_is_refused(data):
+    # the step's label count is taken from the examples: a collate_fn that drops labels would
+    # weight them wrongly, so the loop says so instead of training on
+    train_data, _ = data
+
+    def dropping_collate(items):
+        batch = P.collate(items)
+        batch["mlm_labels"][:, 1:] = -100
+        return batch
+
+    with pytest.raises(TrainingError, match="collate_fn may only pad labels"):
+        train(tiny_model(), train_data, steps=1, batch_size=4, grad_accum_steps=2,
+              collate_fn=dropping_collate, progress=False)  # fmt: skip
+
+
+def _damage(path, how):
+    data = path.read_bytes()
+    if how == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif how == "empty":
+        path.write_bytes(b"")
+    elif how == "bit-flipped":  # one bit in the middle of the tensors' data
+        flipped = bytearray(data)
+        flipped[len(data) // 2] ^= 0x10
+        path.write_bytes(bytes(flipped))
+    elif how == "another format":
+        path.write_text("step,loss\n1,2.5\n")
+    elif how == "a torch file of something else":
+        torch.save({"weights": torch.zeros(3)}, path)
+    else:
+        torch.save([1, 2, 3], path)
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["truncated", "empty", "bit-flipped", "another format", "a torch file of something else",
+     "a torch file of a list"],
+)  # fmt: skip
+def test_c1_damaged_training_state_is_one_clear_line(data, tmp_path, how):
+    run(data, out_dir=tmp_path, steps=8, stop_after=4)
+    state = tmp_path / STATE_FILE
+    _damage(state, how)
+    with pytest.raises(ValueError) as caught:
+        run(data, out_dir=tmp_path, steps=8, resume=True)
+    message = str(caught.value)
+    assert str(state) in message and "\n" not in message
+    assert re.search(r"is damaged|is not a minibert training state", message)
+    assert "start again without resume" in message
+
+
+def test_c1_a_training_state_of_another_model_is_one_clear_line(data, tmp_path):
+    run(data, out_dir=tmp_path, steps=8, stop_after=4)
+    train_data, _ = data
+    bigger = BertForPreTraining(make_tiny_config(vocab_size=VOCAB, hidden_size=64, num_heads=2))
+    with pytest.raises(ValueError, match=r"training_state.pt does not fit this run") as caught:
+        train(bigger, train_data, steps=8, batch_size=4, lr=3e-3, eval_every=4, out_dir=tmp_path,
+              collate_fn=P.collate, resume=True, progress=False)  # fmt: skip
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32, 10**20, 1.5, True])
+def test_u3_seed_out_of_range_is_refused_by_the_options(seed):
+    with pytest.raises(ValueError, match=r"seed must be an int in \[0, 2\*\*32 - 1\]"):
+        TrainOptions(steps=1, seed=seed)
+    TrainOptions(steps=1, seed=2**32 - 1)  # the largest seed every generator accepts
