@@ -29,6 +29,7 @@ import torch
 
 from minibert import corpora, pretraining, set_seed
 from minibert.model import BertForPreTraining
+from minibert.recipes.outputs import add_to_manifest
 from minibert.tokenization import BertTokenizer
 from minibert.training import evaluate
 
@@ -218,6 +219,7 @@ def main() -> None:
     plot_curves(history, card, folder / "curves.png")
     (folder / "card.json").write_text(json.dumps(card, indent=1) + "\n")
     (folder / "README.md").write_text(render(card))
+    add_to_manifest(folder, ["README.md", "card.json", "curves.png"])  # --overwrite replaces them
     print(json.dumps({k: card[k] for k in ("trained", "baselines", "nsp", "subset")}, indent=1))
 
 

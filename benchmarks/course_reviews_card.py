@@ -27,6 +27,7 @@ from pretraining_candidates import mlm_on_reviews
 
 from minibert import assets, corpora, pretraining
 from minibert.model import BertForPreTraining
+from minibert.recipes.outputs import add_to_manifest
 from minibert.tokenization import BertTokenizer
 
 FOLDER = assets.course_checkpoint("course-reviews")
@@ -127,6 +128,7 @@ def main() -> None:
     plot_curve(history, card, FOLDER / "curves.png")
     (FOLDER / "card.json").write_text(json.dumps(card, indent=1) + "\n")
     (FOLDER / "README.md").write_text(render(card))
+    add_to_manifest(FOLDER, ["README.md", "card.json", "curves.png"])  # --overwrite replaces them
     print(json.dumps({k: card[k] for k in ("reviews", "wikipedia", "subset")}, indent=1))
 
 

@@ -47,6 +47,16 @@ def start(device: torch.device) -> int:
     return world()[1]
 
 
+def check_split(batch_size: int) -> None:
+    """Refuse, before any work, a global batch that the processes cannot share equally."""
+    size = int(os.environ.get("WORLD_SIZE", 1))
+    if batch_size % size:
+        raise ValueError(
+            f"batch_size {batch_size} must be a multiple of the {size} processes (torchrun "
+            f"--nproc_per_node): e.g. {max(size, batch_size // size * size)}"
+        )
+
+
 def shard(items: Sequence, batch_size: int) -> list:
     """This process's part of a global batch: a contiguous slice of batch_size / world size."""
     rank, size = world()

@@ -9,6 +9,7 @@ import torch
 
 from minibert import assets, corpora, recipes
 from minibert.model import BertForPreTraining, BertForSequenceClassification
+from minibert.recipes import outputs
 from minibert.tokenization import BertTokenizer
 
 
@@ -96,7 +97,7 @@ def test_course_checkpoints_have_names():
         recipes.model_folder("no-such-model")
 
 
-def test_overwrite_replaces_a_models_files_only(tmp_path):
+def test_overwrite_refuses_a_folder_of_other_things(tmp_path):
     project = tmp_path / "project"
     (project / "src").mkdir(parents=True)
     (project / "NOTES.md").write_text("notes\n", encoding="utf-8")
@@ -106,7 +107,9 @@ def test_overwrite_replaces_a_models_files_only(tmp_path):
                                  overwrite=True, progress=False),
         lambda: recipes.pretrain(project, steps=1, preset="tiny", overwrite=True, progress=False),
     ):  # fmt: skip
-        with pytest.raises(ValueError, match=r"not a model's \(NOTES.md, src\)"):
+        with pytest.raises(
+            ValueError, match=r"no minibert run wrote \(NOTES.md, config.json, src\)"
+        ):
             call()
     assert sorted(p.name for p in project.iterdir()) == ["NOTES.md", "config.json", "src"]
 
@@ -169,6 +172,6 @@ def test_a_full_disk_is_one_line_naming_the_file(tmp_path, monkeypatch, capsys):
 def test_a_run_stopped_before_its_first_checkpoint_does_not_suggest_resume(tmp_path):
     out = tmp_path / "run"
     (out / recipes.RUN_FOLDER).mkdir(parents=True)  # what a crash before any checkpoint leaves
-    with pytest.raises(ValueError, match="nothing to resume; pass --overwrite") as caught:
-        recipes.check_output_folder(out, overwrite=False, resume=False)
-    assert "--resume to" not in str(caught.value)
+    with pytest.raises(ValueError, match="nothing to resume; pass overwrite") as caught:
+        outputs.OutputFolder(out)
+    assert "resume (--resume) to" not in str(caught.value)

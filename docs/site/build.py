@@ -77,11 +77,13 @@ api
 
 def _api_page() -> str:
     """api.md: one section per public module, its members from their docstrings."""
-    modules = sorted(
-        ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    modules = sorted(  # a package (minibert/recipes/__init__.py) under its own name
+        ".".join(path.relative_to(ROOT).parent.parts if path.name == "__init__.py"
+                 else path.relative_to(ROOT).with_suffix("").parts)
         for path in (ROOT / "minibert").rglob("*.py")
-        if not path.name.startswith("_") and "assignment_files" not in path.parts
-    )
+        if (path.name == "__init__.py" or not path.name.startswith("_"))
+        and path != ROOT / "minibert" / "__init__.py" and "assignment_files" not in path.parts
+    )  # fmt: skip
     parts = ["# API reference\n", "Every public module of `minibert`, from its docstrings.\n"]
     for module in modules:
         parts.append(f"## `{module}`\n\n```{{eval-rst}}\n.. automodule:: {module}\n```\n")

@@ -10,10 +10,12 @@ NSP pairs and mask them (``pretraining``), build a ``BertForPreTraining`` (``mod
 loop (``training``) and save the folder (``checkpoint``): config.json, model.safetensors,
 vocab.txt, tokenizer files and history.json, which ``from_pretrained`` and transformers load.
 
-Nothing is written until every argument has been checked. A folder that already holds another
-model is refused unless ``overwrite=True``; while training, the run's files (its vocabulary and
-resumable state) live in a hidden ``.run`` subfolder, and the model's files are put in place only
-when training has finished, so a failed or interrupted run never changes the model already there.
+Nothing is written until every argument has been checked. The output folder is one
+``outputs.OutputFolder``: one run writes to it at a time; a folder that already holds a model is
+refused unless ``overwrite=True``, which replaces only the files a run of ours wrote (its
+manifest); while training, the run's files (its vocabulary and resumable state) live in a hidden
+``.run`` subfolder, and the model is put in place atomically when training has finished, so a
+failed or interrupted run never changes the model already there.
 """
 
 from __future__ import annotations
@@ -21,10 +23,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
-import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,15 +50,16 @@ from minibert.options import (
     option,
     saved,
 )
+from minibert.recipes.outputs import RUN_FOLDER, OutputFolder
 from minibert.tokenization import BertTokenizer
 from minibert.training import TrainOptions, evaluate, train
-from minibert.utils import atomic_write, default_device, set_seed
+from minibert.utils import atomic_write, default_device, read_json_object, set_seed
 from minibert.wordpiece_trainer import train_wordpiece
 
 __all__ = [
+    "RUN_FOLDER",
     "FinetuneResult",
     "PretrainResult",
-    "check_output_folder",
     "finetune",
     "load_corpus",
     "model_folder",
@@ -66,13 +67,6 @@ __all__ = [
 ]
 
 MAX_POSITIONS = 512  # the longest max_len of a new model: BERT's position table
-RUN_FOLDER = ".run"  # inside the output folder: the run's vocabulary and resumable state
-MODEL_FILES = ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json")
-# what a model folder written here (or by transformers) may hold: --overwrite replaces these only
-MODEL_OUTPUTS = frozenset(
-    {*MODEL_FILES, "special_tokens_map.json", "tokenizer.json", "history.json", "recipe.json",
-     "results.json", "card.json", "curves.png", "README.md", "pytorch_model.bin", RUN_FOLDER}
-)  # fmt: skip
 CORPORA = ("wikipedia", "reviews")  # the corpora the course ships; any dump or folder works too
 HELDOUT_FRACTION = 0.1  # of a user corpus whose titles' hash holds out nothing
 
@@ -140,53 +134,9 @@ def load_corpus(name: str | Path = "wikipedia") -> tuple[list, list]:
     return [a for a in articles if id(a) not in held], heldout
 
 
-def check_output_folder(out: Path, overwrite: bool, resume: bool) -> None:
-    """Refuse an output folder that holds another model (unless overwrite) or no run to resume."""
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file; give a folder")
-    run = out / RUN_FOLDER
-    if resume:
-        if not (run / "training_state.pt").is_file():
-            found = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
-            raise ValueError(
-                f"--resume: {out} holds no interrupted run to continue (no {RUN_FOLDER}/"
-                f"training_state.pt; the folder holds: {', '.join(found) or 'nothing'})"
-            )
-        return
-    holds_model = out.is_dir() and any((out / f).exists() for f in (*MODEL_FILES, RUN_FOLDER))
-    resumable = (run / "training_state.pt").is_file()
-    if holds_model and not overwrite and run.is_dir() and not resumable:
-        raise ValueError(
-            f"--out {out} holds a run that stopped before its first checkpoint, so there is "
-            "nothing to resume; pass --overwrite to start again, or choose another folder"
-        )
-    if holds_model and not overwrite:
-        raise ValueError(
-            f"--out {out} already holds a model (or a run); pass --overwrite to replace it, "
-            "--resume to continue its interrupted run, or choose another folder"
-        )
-    check_replaceable(out, overwrite)
-
-
-def check_replaceable(out: Path, overwrite: bool) -> None:
-    """Refuse, before any work, an output folder that cannot be written or that --overwrite would
-    empty of things that are not a model's (a project's src/, .git/, notes)."""
-    existing = next(p for p in (out, *out.parents) if p.exists())
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ValueError(f"--out {out}: cannot write there ({existing} is not writable)")
-    if overwrite and out.is_dir():
-        foreign = sorted(p.name for p in out.iterdir() if p.name not in MODEL_OUTPUTS)
-        if foreign:
-            shown = ", ".join(foreign[:6]) + (
-                f" and {len(foreign) - 6} more" if len(foreign) > 6 else ""
-            )
-            raise ValueError(
-                f"--out {out} holds things that are not a model's ({shown}); --overwrite replaces "
-                "a model's files only: choose another folder"
-            )
-
-
 MIN_VOCAB, MIN_LEN = 100, 8  # the smallest vocabulary and example length a run accepts
+VOCAB_SIZE = 8000  # the vocabulary trained when none is given
+SOURCE = Check("a name or a path", lambda v: isinstance(v, str | Path) and str(v).strip() != "")
 
 
 @dataclass(kw_only=True)
@@ -208,19 +158,24 @@ class PretrainOptions(TrainOptions):
         help="'wikipedia' (the course extract), 'reviews' (the review text of the Rotten "
         "Tomatoes training movies, one document per movie, no labels; needs --objective none), "
         "a MediaWiki dump (.xml/.xml.bz2) or a folder of .txt files",
+        check=SOURCE,
     )
     init: str | Path | None = option(
         None,
         help="continue pretraining from a model: 'course' (the course checkpoint) or a folder "
         "with a pretraining head; its weights, vocabulary and size are kept (no --preset, "
         "--vocab). E.g. --init course --corpus reviews --objective none",
+        check=SOURCE,
     )
     vocab: str | Path | None = option(
-        None, help="a vocab.txt or tokenizer folder; default: train one on the training articles"
+        None,
+        help="a vocab.txt or tokenizer folder; default: train one on the training articles",
+        check=SOURCE,
     )
-    vocab_size: int = option(
-        8000,
-        help="size of the vocabulary trained when --vocab is not given",
+    vocab_size: int | None = option(
+        None,
+        help=f"size of the vocabulary to train (default: {VOCAB_SIZE}; not with --vocab or "
+        "--init, whose vocabulary is used as it is)",
         check=Check(f"an int >= {MIN_VOCAB}", lambda v: POSITIVE_INT.test(v) and v >= MIN_VOCAB),
     )
     max_len: int = option(
@@ -272,7 +227,8 @@ class PretrainOptions(TrainOptions):
     resume: bool = option(False, help="continue the interrupted run in --out", save=False)
     overwrite: bool = option(
         False,
-        help="replace the model already in --out (all its files) once the new run has finished",
+        help="replace the model a run of ours wrote in --out (the files its manifest lists; any "
+        "other file is refused, never deleted) once the new run has finished",
         save=False,
     )
 
@@ -280,12 +236,19 @@ class PretrainOptions(TrainOptions):
         super().__post_init__()
         if not self.neighbour_steps <= self.steps:
             raise ValueError(f"neighbour_steps must be in [0, steps], got {self.neighbour_steps}")
-        for name in ("preset", "vocab"):
+        for name in ("preset", "vocab", "vocab_size"):
             if self.init is not None and getattr(self, name) is not None:
                 raise ValueError(
                     f"init and {name} conflict: a run started from {self.init} keeps that "
                     f"model's size and vocabulary; leave out {name}"
                 )
+        if self.vocab is not None and self.vocab_size is not None:
+            raise ValueError(
+                f"vocab and vocab_size conflict: the vocabulary in {self.vocab} is used as it is "
+                "(vocab_size is the size of one trained here); leave out vocab_size"
+            )
+        if self.vocab is None and self.init is None and self.vocab_size is None:
+            self.vocab_size = VOCAB_SIZE
         if self.init is None and self.max_len > MAX_POSITIONS:
             raise ValueError(
                 f"max_len {self.max_len} is more than BERT's {MAX_POSITIONS} positions: a new "
@@ -319,9 +282,12 @@ def _check_sources(o: PretrainOptions) -> None:
         )
 
 
-def _tokenizer(vocab: str | Path | None, vocab_size: int, train_articles: Sequence, run: Path):
-    """The run's tokenizer: the one saved in the run, a given vocabulary, or a new one trained."""
-    if (run / "vocab.txt").is_file():
+def _tokenizer(
+    vocab: str | Path | None, vocab_size: int | None, train_articles: Sequence, run: Path | None
+):
+    """The run's tokenizer: the one saved in the run it resumes, a given vocabulary, or a new one
+    trained on the training articles."""
+    if run is not None:
         return BertTokenizer.from_pretrained(run)
     if vocab is not None:
         path = Path(vocab)
@@ -385,54 +351,60 @@ def pretrain(
     _check_sources(o)
     if o.init is None and o.preset is None:  # a new model: the recipe names its size
         o = dataclasses.replace(o, preset="mini")
-    out = Path(out)
-    check_output_folder(out, o.overwrite, o.resume)
-    run = out / RUN_FOLDER
+    folder = OutputFolder(out, overwrite=o.overwrite, resume=o.resume, writer=distributed.is_main())
+    distributed.check_split(o.batch_size)
     recipe = saved(o)
     if o.resume:
-        before = json.loads((run / "recipe.json").read_text(encoding="utf-8"))
+        before = read_json_object(folder.run / "recipe.json")
         if differ := changed(before, o):
             raise ValueError(
-                f"--resume with options that differ from the run in {out}: {', '.join(differ)}; "
-                "resume with the same options"
+                f"resume with options that differ from the run in {folder.path}: "
+                f"{', '.join(differ)}; resume with the same options"
             )
     started = _start(o)
-    train_articles, heldout_articles = _pretraining_corpus(o)
-    source = None if o.init is None else model_folder(o.init)
-    tok = _tokenizer(source or o.vocab, o.vocab_size, train_articles, run)
-    train_data, eval_data = _pretraining_data(o, tok, train_articles, heldout_articles)
-    config, model = _pretraining_model(o, source, len(tok.vocab))
-    if distributed.is_main():  # under torchrun the other processes write nothing
-        if o.overwrite and not o.resume and run.exists():
-            shutil.rmtree(run)  # an abandoned run of the model being replaced
-        run.mkdir(parents=True, exist_ok=True)
-        tok.save_pretrained(run)
-        atomic_write(run / "recipe.json", json.dumps(recipe, indent=1) + "\n")
-    distributed.barrier()
-    history = train(
-        model,
-        train_data,
-        eval_data,
-        o,
-        collate_fn=lambda batch: pretraining.collate(batch, tok.pad_token_id),
-        metrics_fn=pretraining.metrics_for(tok),
-        out_dir=run,
-        resume=o.resume,
-        progress=progress,
-        forward_kwargs={"sparse_mlm": True},  # score only masked positions: same loss, faster
-        device=o.device or str(default_device()),
+    with folder:
+        train_articles, heldout_articles = _pretraining_corpus(o)
+        source = None if o.init is None else model_folder(o.init)
+        tok = _tokenizer(source or o.vocab, o.vocab_size, train_articles,
+                         folder.run if o.resume else None)  # fmt: skip
+        train_data, eval_data = _pretraining_data(o, tok, train_articles, heldout_articles)
+        if len(train_data) < o.batch_size:  # before the run writes anything
+            raise ValueError(
+                f"batch_size {o.batch_size} is more than the {len(train_data):,} training "
+                "examples; use a smaller batch (or more text)"
+            )
+        config, model = _pretraining_model(o, source, len(tok.vocab))
+        if distributed.is_main():  # under torchrun the other processes write nothing
+            folder.run.mkdir(exist_ok=True)
+            tok.save_pretrained(folder.run)
+            atomic_write(folder.run / "recipe.json", json.dumps(recipe, indent=1) + "\n")
+        distributed.barrier()
+        history = train(
+            model,
+            train_data,
+            eval_data,
+            o,
+            collate_fn=lambda batch: pretraining.collate(batch, tok.pad_token_id),
+            metrics_fn=pretraining.metrics_for(tok),
+            out_dir=folder.run,
+            resume=o.resume,
+            progress=progress,
+            forward_kwargs={"sparse_mlm": True},  # score only masked positions: same loss, faster
+            device=o.device or str(default_device()),
+        )
+        heldout = {k[len("eval_") :]: v for k, v in history[-1].items() if k.startswith("eval_")}
+        paused = len(history) < o.steps  # by stop_after: the state stays in the run folder
+        if paused or not distributed.is_main():  # or a process that writes nothing (torchrun)
+            seconds = time.perf_counter() - started
+            return PretrainResult(folder.path, history, heldout, seconds, paused, o.steps)
+        if isinstance(model, NeighbourGuidance):
+            model = model.finish()  # standard attention again: a plain BERT
+        model.config = config  # saved with the preset's dropout, for fine-tuning
+        files = {"history.json": history, "recipe.json": recipe}
+        folder.put_in_place(_model_files(model, tok, files), by="minibert pretrain")
+    return PretrainResult(
+        folder.path, history, heldout, time.perf_counter() - started, steps=o.steps
     )
-    heldout = {k[len("eval_") :]: v for k, v in history[-1].items() if k.startswith("eval_")}
-    if len(history) < o.steps or not distributed.is_main():  # paused by stop_after: the state
-        # stays in the run folder; or a process of torchrun's other than the one that writes
-        seconds = time.perf_counter() - started
-        paused = len(history) < o.steps
-        return PretrainResult(out, history, heldout, seconds, paused=paused, steps=o.steps)
-    if isinstance(model, NeighbourGuidance):
-        model = model.finish()  # standard attention again: a plain BERT
-    model.config = config  # saved with the preset's dropout, for fine-tuning
-    _put_in_place(out, model, tok, {"history.json": history, "recipe.json": recipe}, o.overwrite)
-    return PretrainResult(out, history, heldout, time.perf_counter() - started, steps=o.steps)
 
 
 def _pretraining_corpus(o: PretrainOptions) -> tuple[list, list]:
@@ -495,25 +467,16 @@ def _pretraining_model(o: PretrainOptions, source: Path | None, vocab_size: int)
     return config, model
 
 
-def _put_in_place(out: Path, model, tok, files: dict[str, Any], overwrite: bool) -> None:
-    """Write the finished model into out's run folder, then move it over the old model's files.
+def _model_files(model, tok: BertTokenizer, files: dict[str, Any]) -> Callable[[Path], None]:
+    """What writes a finished model's folder: weights and config, tokenizer, the JSON files."""
 
-    Until the moves, the old model is whole; each move is an atomic rename, config.json last.
-    Only a model's files are ever removed (check_replaceable refused anything else up front).
-    """
-    run = out / RUN_FOLDER
-    staged = run / "final"
-    model.save_pretrained(staged)
-    tok.save_pretrained(staged)
-    for name, content in files.items():
-        atomic_write(staged / name, json.dumps(content, indent=1) + "\n")
-    if overwrite:  # the old model's other files (card, curves) describe another model
-        for old in out.iterdir():
-            if old.name in MODEL_OUTPUTS and old.name != RUN_FOLDER and old.name not in files:
-                shutil.rmtree(old) if old.is_dir() else old.unlink()
-    for file in sorted(staged.iterdir(), key=lambda f: f.name == "config.json"):
-        file.replace(out / file.name)
-    shutil.rmtree(run)
+    def write(folder: Path) -> None:
+        model.save_pretrained(folder)
+        tok.save_pretrained(folder)
+        for name, content in files.items():
+            atomic_write(folder / name, json.dumps(content, indent=1) + "\n")
+
+    return write
 
 
 # --- fine-tuning -------------------------------------------------------------------------------
@@ -587,6 +550,7 @@ class FinetuneOptions:
         help="'course' (the course checkpoint, Wikipedia), 'course-reviews' (the course "
         "checkpoint continued on the training movies' review text), 'minilm' (the pretrained "
         "MiniLM) or a model folder",
+        check=SOURCE,
     )
     scratch: bool = option(
         False,
@@ -669,13 +633,16 @@ def finetune(
     """
     o = _options(FinetuneOptions, options, changes)
     spec = tasks.get(o.task)
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file; give a folder")
-    if out.is_dir() and any(out.iterdir()) and not o.overwrite:
-        raise ValueError(f"--out {out} is not empty; pass --overwrite to replace what is there")
-    check_replaceable(out, o.overwrite)
+    folder = OutputFolder(out, overwrite=o.overwrite, writer=distributed.is_main())
     source = model_folder(o.model)
+    distributed.check_split(o.batch_size)
+    with folder:
+        return _finetune(o, spec, source, folder, progress)
+
+
+def _finetune(o: FinetuneOptions, spec: tasks.Task, source: Path, folder: OutputFolder,
+              progress: bool) -> FinetuneResult:  # fmt: skip
+    """finetune's work, inside its locked output folder."""
     started = _start(o)
     tok = BertTokenizer.from_pretrained(source)
     config = BertConfig.from_hf_config(source).replace(
@@ -734,7 +701,7 @@ def finetune(
         on_eval=keep_best,
     )
     if not distributed.is_main():  # only process 0 evaluated and kept the best weights
-        return FinetuneResult(out, history, {}, {}, time.perf_counter() - started)
+        return FinetuneResult(folder.path, history, {}, {}, time.perf_counter() - started)
     net.load_state_dict(best["state"])
     dev = _measure(net, dev_data, collate, spec.unit)
     test = _measure(net, test_data, collate, spec.unit)
@@ -750,8 +717,8 @@ def finetune(
         "seconds": round(time.perf_counter() - started, 1),
     }
     files = {"history.json": history, "results.json": results}
-    _put_in_place(out, net, tok, files, o.overwrite)
-    return FinetuneResult(out, history, dev, test, time.perf_counter() - started)
+    folder.put_in_place(_model_files(net, tok, files), by="minibert finetune")
+    return FinetuneResult(folder.path, history, dev, test, time.perf_counter() - started)
 
 
 def _classifier(o: FinetuneOptions, spec: tasks.Task, source: Path, config: BertConfig):
