@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from minibert.config import SIZE_FIELDS, BertConfig
-from minibert.utils import atomic_write
+from minibert.utils import atomic_write, read_json_object
 
 # minibert name -> Hugging Face name. "{i}" stands for the layer index. The encoder's names are
 # BertModel's; inside the task models both sides carry the prefix "bert.". The heads' names are
@@ -84,7 +84,12 @@ HF_COPIES = {
     "cls.predictions.decoder.bias": "cls.predictions.bias",
 }
 NEW_HEADS_OK = ("classifier.",)  # a fine-tuning head may start from random weights
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+WEIGHT_FILES = (  # in the order they are looked for; an index names the shards of a sharded model
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
 ST_TRANSFORMER = "sentence_transformers.models.Transformer"
 
 
@@ -161,23 +166,50 @@ def from_hf_names(state: dict[str, Tensor], num_layers: int) -> tuple[dict[str, 
 
 def resolve_folder(path: str | Path) -> Path:
     """The folder holding config.json and the weights (a sentence-transformers folder: its module 0)."""
-    folder = Path(path)
+    folder, passed = Path(path), []
     if not folder.is_dir():
         raise FileNotFoundError(
             f"no checkpoint folder at {folder}; pass a folder with config.json and "
             f"model.safetensors (for the course's MiniLM: minibert.assets.path('minilm'))."
         )
-    if (folder / "config.json").is_file():
-        return folder
-    modules = folder / "modules.json"
-    if modules.is_file():
-        for module in json.loads(modules.read_text(encoding="utf-8")):
-            if module.get("type") == ST_TRANSFORMER:
-                return resolve_folder(folder / module.get("path", ""))
-    raise FileNotFoundError(
-        f"{folder} holds no config.json (nor a sentence-transformers modules.json pointing to "
-        f"one); it is not a Hugging Face BERT checkpoint."
-    )
+    while not (folder / "config.json").is_file():
+        modules = folder / "modules.json"
+        inner = _transformer_module(modules) if modules.is_file() else None
+        if inner is None:
+            raise FileNotFoundError(
+                f"{folder} holds no config.json (nor a sentence-transformers modules.json pointing "
+                f"to one); it is not a Hugging Face BERT checkpoint."
+            )
+        passed.append(folder.resolve())
+        if inner.resolve() in passed:
+            raise ValueError(
+                f"{modules} points its Transformer module to {inner}, a folder already passed "
+                "through (a loop); point it to the folder that holds config.json"
+            )
+        if not inner.is_dir():
+            raise FileNotFoundError(f"{modules} points to {inner}, which is not a folder")
+        folder = inner
+    return folder
+
+
+def _transformer_module(modules: Path) -> Path | None:
+    """The folder of the Transformer module that a sentence-transformers modules.json lists."""
+    try:
+        entries = json.loads(modules.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{modules} is not valid JSON ({exc}); fix it or save it again") from None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ValueError(
+            f"{modules} must hold a list of modules (objects with a type and a path), got "
+            f"{entries!r:.100}"
+        )
+    for module in entries:
+        if module.get("type") == ST_TRANSFORMER:
+            inner = module.get("path", "")
+            if not isinstance(inner, str):
+                raise ValueError(f"{modules}: a module's path must be a string, got {inner!r:.100}")
+            return modules.parent / inner
+    return None
 
 
 def _read_file(file: Path) -> dict[str, Tensor]:
@@ -202,15 +234,31 @@ def read_weights(folder: Path) -> dict[str, Tensor]:
         if not file.is_file():
             continue
         if name.endswith(".index.json"):
-            shards = sorted(
-                set(json.loads(file.read_text(encoding="utf-8"))["weight_map"].values())
-            )
             state = {}
-            for shard in shards:
+            for shard in _shards(file):
                 state.update(_read_file(folder / shard))
             return state
         return _read_file(file)
     raise FileNotFoundError(f"{folder} holds none of {list(WEIGHT_FILES)}; nothing to load.")
+
+
+def _shards(index: Path) -> list[str]:
+    """The shard files a model.safetensors.index.json names (its weight_map: tensor -> file)."""
+    weight_map = read_json_object(index).get("weight_map")
+    if (
+        not isinstance(weight_map, dict)
+        or not weight_map
+        or not all(isinstance(f, str) and f and Path(f).name == f for f in weight_map.values())
+    ):
+        raise ValueError(
+            f"{index}: weight_map must map each tensor's name to the file name of its shard "
+            f"beside it, got {weight_map!r:.100}; fix it or save the model again"
+        )
+    shards = sorted(set(weight_map.values()))
+    for shard in shards:
+        if not (index.parent / shard).is_file():
+            raise FileNotFoundError(f"{index} names the shard {shard}, which is not beside it")
+    return shards
 
 
 def _list(keys: list[str], limit: int = 20) -> str:
@@ -235,14 +283,14 @@ def load_pretrained(cls: type[Model], path: str | Path, **config_changes: Any) -
     folder = resolve_folder(path)
     config = BertConfig.from_hf_config(folder / "config.json")
     saved_with = _saved_config(folder)
-    if saved_with is not None and _sizes(BertConfig.from_hf_config(saved_with)) != _sizes(config):
+    if saved_with is not None and _sizes(_metadata_config(folder, saved_with)) != _sizes(config):
         warnings.warn(
             f"{folder}: the sizes in config.json do not match the weights, which were saved with "
             "other sizes (a save_pretrained interrupted between its two files?); loading the "
             "weights with the config they were saved with. Save the model again to repair it.",
             stacklevel=3,
         )
-        config = BertConfig.from_hf_config(saved_with)
+        config = _metadata_config(folder, saved_with)
     fixed = set(config_changes) & set(SIZE_FIELDS)
     if fixed:
         raise ValueError(
@@ -287,6 +335,14 @@ def load_pretrained(cls: type[Model], path: str | Path, **config_changes: Any) -
     return model
 
 
+def _metadata_config(folder: Path, saved_with: dict) -> BertConfig:
+    """The config stored in model.safetensors' metadata; refused, a ValueError naming the file."""
+    try:
+        return BertConfig.from_hf_config(saved_with)
+    except ValueError as exc:
+        raise ValueError(f"{folder / 'model.safetensors'} (its config metadata): {exc}") from None
+
+
 def _check_vocab_size(folder: Path, vocab_size: int) -> None:
     """A folder's vocab.txt must have one line per row of the embedding table (if it has one)."""
     vocab = folder / "vocab.txt"
@@ -318,9 +374,10 @@ def _saved_config(folder: Path) -> dict | None:
     try:
         with safe_open(str(file), framework="pt") as f:
             saved = (f.metadata() or {}).get(CONFIG_METADATA)
-    except (SafetensorError, OSError):  # a damaged file: read_weights says so, naming it
+        config = json.loads(saved) if saved else None
+    except (SafetensorError, OSError, ValueError):  # a damaged file: read_weights names it
         return None
-    return json.loads(saved) if saved else None
+    return config if isinstance(config, dict) else None
 
 
 def save_pretrained(model: nn.Module, path: str | Path) -> None:

@@ -11,6 +11,7 @@ sizes can be read and a minibert model saved in a form ``transformers`` loads.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
 from functools import partial
@@ -129,6 +130,7 @@ class BertConfig:
                 f"activation must be one of {tuple(ACTIVATIONS)} ('gelu' is BERT's exact GELU), "
                 f"got {self.activation!r}."
             )
+        _check_fits_in_memory(self)
 
     @property
     def head_dim(self) -> int:
@@ -189,18 +191,27 @@ class BertConfig:
 
     @classmethod
     def from_hf_config(cls, source: dict[str, Any] | str | Path) -> BertConfig:
-        """Read a Hugging Face BERT ``config.json`` (a dict, the file, or its folder)."""
+        """Read a Hugging Face BERT ``config.json`` (a dict, the file, or its folder); a refused
+        file raises a ValueError naming it."""
         if isinstance(source, dict):
-            d = source
-        else:
-            path = Path(source)
-            if path.is_dir():
-                path = path / "config.json"
-            if not path.is_file():
-                raise FileNotFoundError(
-                    f"no config.json at {path}; pass a Hugging Face BERT folder or its config.json."
-                )
-            d = read_json_object(path)
+            return cls._from_hf_dict(source)
+        path = Path(source)
+        if path.is_dir():
+            path = path / "config.json"
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"no config.json at {path}; pass a Hugging Face BERT folder or its config.json."
+            )
+        try:
+            return cls._from_hf_dict(read_json_object(path))
+        except ValueError as exc:
+            if str(path) in str(exc):
+                raise
+            raise ValueError(f"{path}: {exc}") from None
+
+    @classmethod
+    def _from_hf_dict(cls, d: dict[str, Any]) -> BertConfig:
+        """A config.json's dict -> BertConfig, refusing what minibert cannot represent."""
         if d.get("model_type", "bert") != "bert":
             raise ValueError(
                 f"expected a BERT config (model_type 'bert'), got model_type {d['model_type']!r}."
@@ -214,10 +225,64 @@ class BertConfig:
             raise ValueError("minibert is an encoder; this config has is_decoder=True.")
         ours = {mine: d[theirs] for mine, theirs in HF_CONFIG_KEYS.items() if theirs in d}
         if "id2label" in d:
-            ours["num_labels"] = len(d["id2label"])
-            names = tuple(d["id2label"][k] for k in sorted(d["id2label"], key=int))
+            names = _label_names(d["id2label"])
+            ours["num_labels"] = len(names)
             if names != tuple(f"LABEL_{i}" for i in range(len(names))):
                 ours["label_names"] = names
         elif "num_labels" in d:
             ours["num_labels"] = d["num_labels"]
         return cls(**ours)
+
+
+def _label_names(id2label: Any) -> tuple[str, ...]:
+    """config.json's id2label ({"0": "negative", "1": "positive"}) -> the names in id order."""
+    keys = list(id2label) if isinstance(id2label, dict) else None
+    ids = [_label_id(k) for k in keys or []]
+    if keys is None or None in ids or sorted(ids) != list(range(len(ids))):
+        shown = keys if keys is not None else id2label
+        raise ValueError(
+            f"id2label must map each label id 0, 1, ... to its name, got "
+            f"{shown!r:.200}; fix config.json or save the model again"
+        )
+    return tuple(id2label[k] for _, k in sorted(zip(ids, keys)))
+
+
+def _label_id(key: Any) -> int | None:
+    """An id2label key as its label id: "3" in a config.json, 3 in a dict made in Python."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return key
+    return int(key) if isinstance(key, str) and key.isdecimal() else None
+
+
+def _parameters(sizes: dict[str, int]) -> int:
+    """The parameters of the largest model of these sizes: BertForPreTraining (or a classifier)."""
+    V, P, T = sizes["vocab_size"], sizes["max_position_embeddings"], sizes["type_vocab_size"]
+    H, I, L = sizes["hidden_size"], sizes["intermediate_size"], sizes["num_layers"]  # noqa: E741
+    embeddings = (V + P + T) * H + 2 * H
+    layer = 4 * (H * H + H) + 2 * H * I + I + H + 4 * H  # attention, feed-forward, 2 LayerNorms
+    heads = (H * H + H) + (H * H + 3 * H + V) + max(2, sizes["num_labels"]) * (H + 1)
+    return embeddings + L * layer + heads
+
+
+def _memory_bytes() -> int:
+    """This machine's memory in bytes (1 TiB where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows)
+        return 2**40
+
+
+def _check_fits_in_memory(config: BertConfig) -> None:
+    """Refuse sizes whose float32 weights alone exceed this machine's memory, before any tensor is
+    made, naming the size that makes them so large (the one whose BERT-base value shrinks most)."""
+    sizes = {name: getattr(config, name) for name in (*SIZE_FIELDS, "num_labels")}
+    needed, memory = 4 * _parameters(sizes), _memory_bytes()
+    if needed <= memory:
+        return
+    base = BertConfig.__dataclass_fields__
+    culprit = min(sizes, key=lambda name: _parameters(sizes | {name: base[name].default}))
+    raise ValueError(
+        f"{culprit}={sizes[culprit]:,} makes a model of {needed / 1e9:,.1f} GB of float32 weights, "
+        f"more than this machine's {memory / 1e9:,.1f} GB of memory (BERT-base has "
+        f"{culprit}={base[culprit].default:,}); choose a smaller {culprit}."
+    )

@@ -332,3 +332,86 @@ def test_an_interrupted_save_leaves_the_old_checkpoint_intact(saved, monkeypatch
     assert (saved / "model.safetensors").read_bytes() == before
     assert sorted(p.name for p in saved.iterdir()) == ["config.json", "model.safetensors"]
     BertForPreTraining.from_pretrained(saved)  # still loads
+
+
+# --- damaged folders (issue #40): one clear error naming the file ----------------------------------
+
+
+def test_c2_modules_json_pointing_at_its_own_folder_is_refused(tmp_path):
+    for path in ("", ".", "../" + tmp_path.name):
+        modules = [{"idx": 0, "name": "0", "path": path, "type": checkpoint.ST_TRANSFORMER}]
+        (tmp_path / "modules.json").write_text(json.dumps(modules))
+        with pytest.raises(ValueError, match=r"modules.json points its Transformer module .* loop"):
+            BertModel.from_pretrained(tmp_path)
+    # two folders pointing at each other
+    (tmp_path / "a").mkdir()
+    for here, there in (("a", "b"), ("b", "a")):
+        (tmp_path / here).mkdir(exist_ok=True)
+        modules = [{"path": f"../{there}", "type": checkpoint.ST_TRANSFORMER}]
+        (tmp_path / here / "modules.json").write_text(json.dumps(modules))
+    with pytest.raises(ValueError, match="a loop"):
+        BertModel.from_pretrained(tmp_path / "a")
+
+
+@pytest.mark.parametrize(
+    "text", ['[{"type": "sentence_transformers.models.Transformer", "path": ', '{"a": 1}', "[5]"]
+)
+def test_u3_damaged_modules_json_names_the_file(tmp_path, text):
+    (tmp_path / "modules.json").write_text(text)
+    with pytest.raises(
+        ValueError, match=r"modules\.json (is not valid JSON|must hold a list)"
+    ) as e:
+        BertModel.from_pretrained(tmp_path)
+    assert str(tmp_path / "modules.json") in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("index", "message"),
+    [
+        ({"weight_map": 5}, "weight_map must map each tensor's name"),
+        ({"weight_map": {"x": 3}}, "weight_map must map each tensor's name"),
+        ({"weight_map": {"x": "../elsewhere.safetensors"}}, "weight_map must map"),
+        ({}, "weight_map must map"),
+        ([1, 2], "must hold a JSON object"),
+        ({"weight_map": {"x": "gone.safetensors"}}, "names the shard gone.safetensors"),
+    ],
+)
+def test_c2_damaged_index_file_names_the_file(saved, index, message):
+    (saved / "model.safetensors").unlink()
+    for name in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
+        for other in saved.glob("*.index.json"):
+            other.unlink()
+        (saved / name).write_text(json.dumps(index))
+        with pytest.raises((ValueError, FileNotFoundError), match=message) as e:
+            BertForPreTraining.from_pretrained(saved)
+        assert str(saved / name) in str(e.value)
+
+
+def test_sharded_pytorch_model_bin_loads(saved):
+    state = safetensors.torch.load_file(saved / "model.safetensors")
+    (saved / "model.safetensors").unlink()
+    names = sorted(state)
+    shards = {"pytorch_model-1.bin": names[::2], "pytorch_model-2.bin": names[1::2]}
+    for shard, keys in shards.items():
+        torch.save({k: state[k] for k in keys}, saved / shard)
+    weight_map = {k: shard for shard, keys in shards.items() for k in keys}
+    (saved / "pytorch_model.bin.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    loaded = BertForPreTraining.from_pretrained(saved)
+    again = to_hf_names(loaded.state_dict(), CFG.num_layers)
+    for name, tensor in state.items():
+        torch.testing.assert_close(again[name], tensor)
+
+
+@pytest.mark.parametrize("field", ["intermediate_size", "vocab_size", "num_hidden_layers"])
+def test_c2_a_config_too_big_for_memory_is_refused_before_any_tensor(saved, monkeypatch, field):
+    config = json.loads((saved / "config.json").read_text()) | {field: 1_000_000_000}
+    (saved / "config.json").write_text(json.dumps(config))
+
+    def no_weights_read(folder):
+        raise AssertionError("the weights were read before the sizes were checked")
+
+    monkeypatch.setattr(checkpoint, "read_weights", no_weights_read)
+    ours = {"num_hidden_layers": "num_layers"}.get(field, field)
+    with pytest.raises(ValueError, match=rf"{ours}=1,000,000,000 makes a model of .* GB") as e:
+        BertForPreTraining.from_pretrained(saved)
+    assert str(saved / "config.json") in str(e.value) and "more than this machine's" in str(e.value)

@@ -116,3 +116,27 @@ def test_hugging_face_configs_minibert_cannot_represent_are_refused(change, mess
 def test_missing_config_json_says_where(tmp_path):
     with pytest.raises(FileNotFoundError, match="no config.json"):
         BertConfig.from_hf_config(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "id2label",
+    [{"a": "neg", "b": "pos"}, {"0": "neg", "2": "pos"}, {"0": "neg", "00": "pos"}, ["neg", "pos"]],
+)
+def test_u3_id2label_keys_that_are_not_the_label_ids_name_the_file(tmp_path, id2label):
+    config = BertConfig.preset("tiny").to_hf_config() | {"id2label": id2label}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"id2label must map each label id 0, 1, \.\.\. to") as e:
+        BertConfig.from_hf_config(tmp_path)
+    assert str(tmp_path / "config.json") in str(e.value)
+    unordered = config | {"id2label": {"1": "pos", "0": "neg"}}
+    assert BertConfig.from_hf_config(unordered).label_names == ("neg", "pos")
+
+
+def test_c2_sizes_beyond_the_machines_memory_are_refused_naming_the_field():
+    with pytest.raises(ValueError, match=r"intermediate_size=1,000,000,000 makes a model of"):
+        BertConfig.preset("tiny", intermediate_size=10**9)
+    with pytest.raises(ValueError, match=r"num_layers=100,000,000 makes a model of"):
+        BertConfig.preset("tiny", num_layers=10**8)
+    with pytest.raises(ValueError, match=r"vocab_size=.* than this machine's .* GB of memory"):
+        BertConfig(vocab_size=10**12)
+    assert BertConfig(num_layers=24, hidden_size=1024, num_heads=16, intermediate_size=4096)
