@@ -45,7 +45,14 @@ def fill_mask(
     ids = torch.tensor([enc.input_ids])  # (1, seq)
     positions = [i for i, t in enumerate(enc.input_ids) if t == tokenizer.mask_token_id]
     if not positions:
-        raise ValueError(f"the text has no [MASK] token to fill: {text!r}")
+        raise ValueError(f"the text has no [MASK] token to fill: {text!r:.200}")
+    limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    if limit is not None and len(enc.input_ids) > limit:
+        raise ValueError(
+            f"the text is {len(enc.input_ids):,} tokens ([CLS] and [SEP] included), longer than "
+            f"the model's {limit:,} positions (its first [MASK] is token {positions[0]:,}); "
+            f"shorten it to the sentences around the [MASK], at most {limit - 2:,} WordPiece tokens"
+        )
     device = next(model.parameters()).device
     with evaluating(model):
         out = model(input_ids=ids.to(device), attention_mask=torch.ones_like(ids).to(device))
@@ -136,7 +143,11 @@ def add_fill_mask_arguments(parser: argparse.ArgumentParser) -> None:
         "BertForPreTraining or BertForMaskedLM",
     )
     parser.add_argument(
-        "text", help='a sentence with [MASK], e.g. "the [MASK] of france is paris ."'
+        "text",
+        help='a sentence with [MASK], e.g. "the [MASK] of france is paris ."; at most the '
+        "model's positions (512 WordPiece tokens for BERT, with [CLS] and [SEP]): a longer text "
+        "is refused, not cut, so that no [MASK] loses its context; shorten it to the sentences "
+        "around the [MASK]",
     )
     parser.add_argument(
         "--top-k",

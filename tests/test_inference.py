@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from conftest import make_tiny_config
@@ -53,3 +55,22 @@ def test_word_in_context_refuses_bad_input(tokenizer):
         word_in_context(model, tokenizer, SENSES, "banks")
     with pytest.raises(ValueError, match="at least two senses"):
         word_in_context(model, tokenizer, {"river": SENSES["river"]}, "bank")
+
+
+def test_u4_fill_mask_on_a_text_longer_than_the_model_says_what_to_do(capsys):
+    from minibert import assets, cli
+    from minibert.inference import fill_mask
+    from minibert.model import BertForMaskedLM
+
+    folder = assets.course_checkpoint()
+    text = "the [MASK] of france is paris . " + "a " * 50_000  # 100,000 characters and more
+    model = BertForMaskedLM.from_pretrained(folder)
+    limit = model.config.max_position_embeddings
+    with pytest.raises(ValueError, match=rf"longer than the model's {limit:,} positions"):
+        fill_mask(model, BertTokenizer.from_pretrained(folder), text)
+    assert cli.main(["fill-mask", str(folder), text]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "truncation=True" not in err
+    assert re.search(
+        r"the text is 50,00\d tokens .*shorten it to the sentences around the \[MASK\]", err
+    )

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,3 +83,96 @@ def test_the_check_finds_what_is_broken(site, tmp_path):
     assert "teaching.html loads a missing file gone.png" in problems
     assert "teaching.html loads https://cdn.example/x.js from another host" in problems
     assert "teaching.html links to a missing anchor api.html#nowhere" in problems
+
+
+# --- damaged notebooks and rebuilds (issue #40) ----------------------------------------------------
+
+
+def _notebooks_with(tmp_path, name, text):
+    """A notebooks folder: a real lesson and one notebook with the given text."""
+    import shutil
+
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    shutil.copy(ROOT / "notebooks" / "02_attention_math.ipynb", folder)
+    (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def _unpaired_marker() -> str:
+    cell = {"cell_type": "code", "execution_count": None, "id": "a", "metadata": {},
+            "outputs": [], "source": ["def f():\n", "    ### BEGIN SOLUTION\n", "    return 1\n"]}  # fmt: skip
+    return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+DAMAGED = {
+    "truncated": (lambda: (ROOT / "notebooks" / "03_encoder.ipynb").read_text()[:3000],
+                  "is damaged: it is not JSON"),
+    "empty object": (lambda: "{}", "is not a notebook: it needs nbformat 4 and a list of cells"),
+    "unpaired marker": (_unpaired_marker, "BEGIN and END SOLUTION markers are not paired"),
+    "a cell without metadata": (
+        lambda: json.dumps({"cells": [{"cell_type": "markdown", "source": "x"}], "metadata": {},
+                            "nbformat": 4, "nbformat_minor": 5}),
+        "is not a valid notebook: at cells/0",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGED))
+def test_c4_a_damaged_notebook_is_one_line_naming_it(tmp_path, case):
+    text, cause = DAMAGED[case]
+    notebooks = _notebooks_with(tmp_path, "09_damaged.ipynb", text())
+    out = tmp_path / "site"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "site" / "build.py"), str(out),
+         "--notebooks", str(notebooks)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("site: error: ")
+    assert str(notebooks / "09_damaged.ipynb") in lines[0] and cause in lines[0]
+    assert not out.exists()  # refused before anything was built
+
+
+def _site_like(folder, pages, manifest=True):
+    for page in pages:
+        (folder / page).parent.mkdir(parents=True, exist_ok=True)
+        (folder / page).write_text(f"<html>{page}</html>")
+    if manifest:
+        (folder / site_build.MANIFEST).write_text(json.dumps({"files": pages}))
+
+
+def test_c4_a_rebuild_leaves_no_stale_page_and_keeps_what_is_not_the_sites(tmp_path):
+    out = tmp_path / "site"
+    out.mkdir()
+    _site_like(out, ["index.html", "notebooks/99_removed_lesson.html", "_static/old.css"])
+    new = tmp_path / ".site.building"
+    new.mkdir()
+    _site_like(new, ["index.html", "notebooks/02_attention_math.html"])
+    site_build._swap_in(new, out)
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert files == [site_build.MANIFEST, "index.html", "notebooks/02_attention_math.html"]
+    assert not new.exists() and not (out / "_static").exists()
+    # a file no build wrote (GitHub Pages' CNAME) stays, and only the old build's pages go
+    (out / "CNAME").write_text("course.example.org\n")
+    new.mkdir()
+    _site_like(new, ["index.html", "api.html"])
+    site_build._swap_in(new, out)
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert files == [site_build.MANIFEST, "CNAME", "api.html", "index.html"]
+    assert not (out / "notebooks").exists()
+
+
+def test_c4_a_folder_holding_other_things_is_refused_before_building(tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.tex").write_text("my thesis")
+    with pytest.raises(ValueError, match="holds files and no site built here"):
+        site_build.build(out, sources=tmp_path / "sources")
+    assert (out / "thesis.tex").read_text() == "my thesis" and not (tmp_path / "sources").exists()
+    older = tmp_path / "older"  # a site of an earlier build.py (no manifest): all of it the site's
+    older.mkdir()
+    _site_like(older, [".buildinfo", ".nojekyll", "index.html", "stale.html"], manifest=False)
+    assert site_build._site_files(older) == {".buildinfo", ".nojekyll", "index.html", "stale.html"}

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+import warnings
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote
@@ -124,14 +127,42 @@ def _as_page(path: Path) -> None:
     path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def _gather(sources: Path) -> None:
+def check_notebook(path: Path) -> None:
+    """Raise a one-line ValueError naming a notebook that is not one: not JSON, not nbformat 4's
+    schema, or with unpaired ``### BEGIN SOLUTION`` / ``### END SOLUTION`` markers."""
+    import nbformat
+
+    from minibert.teaching import student_edition
+
+    try:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        raise ValueError(f"{path} is damaged: it is not JSON ({exc})") from None
+    if (
+        not isinstance(notebook, dict)
+        or notebook.get("nbformat") != 4
+        or not isinstance(notebook.get("cells"), list)
+        or not all(isinstance(cell, dict) for cell in notebook["cells"])
+    ):
+        raise ValueError(f"{path} is not a notebook: it needs nbformat 4 and a list of cells")
+    try:
+        with warnings.catch_warnings():  # a missing cell id is repaired, not refused
+            warnings.simplefilter("ignore")
+            nbformat.validate(notebook)
+    except nbformat.ValidationError as exc:
+        where = "/".join(map(str, getattr(exc, "absolute_path", []))) or "the top level"
+        raise ValueError(f"{path} is not a valid notebook: at {where}, {exc.message}") from None
+    student_edition.check_markers(notebook, str(path))
+
+
+def _gather(sources: Path, notebooks: Path) -> None:
     """Write every page's source into sources/."""
     from minibert.teaching import student_edition
 
     if sources.exists():
         shutil.rmtree(sources)
     (sources / "notebooks").mkdir(parents=True)
-    student_edition.build(ROOT / "notebooks", sources / "student")  # what the downloads give
+    student_edition.build(notebooks, sources / "student")  # what the downloads give
     for notebook in sorted((sources / "student").glob("*.ipynb")):
         shutil.copy(notebook, sources / "notebooks" / notebook.name)
         _as_page(sources / "notebooks" / notebook.name)
@@ -170,22 +201,100 @@ def _copy_mathjax(out: Path) -> None:
     config.write_text(text)
 
 
-def build(out: Path, sources: Path = SOURCES) -> float:
-    """Build the site into out/; return the seconds it took."""
+def build(out: Path, sources: Path = SOURCES, notebooks: Path = ROOT / "notebooks") -> float:
+    """Build the site into out/; return the seconds it took.
+
+    The site is built in a new folder beside out/ and then takes its place, so no page of an
+    older build is left behind; files in out/ that no build wrote (a CNAME) are kept. A folder
+    that holds other things and no site is refused before anything is built."""
     start = time.perf_counter()
-    _gather(sources)
-    done = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-c", str(ROOT / "docs" / "site"),
-         "-d", str(sources.parent / "site-doctrees"), str(sources), str(out)],
-        text=True, capture_output=True,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise RuntimeError(f"sphinx-build failed:\n{done.stderr[-4000:]}")
-    _copy_mathjax(out)
-    for notebook in (sources / "student").glob("*.ipynb"):  # each page's download link
-        shutil.copy(notebook, out / "notebooks" / notebook.name)
-    (out / ".nojekyll").write_text("")  # GitHub Pages: serve _static/ as it is
+    _check_target(out)
+    for notebook in sorted(notebooks.glob("*.ipynb")):
+        check_notebook(notebook)
+    _gather(sources, notebooks)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    new = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".building", dir=out.parent))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-c", str(ROOT / "docs" / "site"),
+             "-d", str(sources.parent / "site-doctrees"), str(sources), str(new)],
+            text=True, capture_output=True,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(f"sphinx-build failed:\n{done.stderr[-4000:]}")
+        _copy_mathjax(new)
+        for notebook in (sources / "student").glob("*.ipynb"):  # each page's download link
+            shutil.copy(notebook, new / "notebooks" / notebook.name)
+        (new / ".nojekyll").write_text("")  # GitHub Pages: serve _static/ as it is
+        files = sorted(str(p.relative_to(new)) for p in new.rglob("*") if not p.is_dir())
+        (new / MANIFEST).write_text(json.dumps({"files": files}, indent=0) + "\n")
+        _swap_in(new, out)
+    finally:
+        shutil.rmtree(new, ignore_errors=True)  # gone already when the swap succeeded
     return time.perf_counter() - start
+
+
+MANIFEST = ".minibert-site.json"  # the files a build wrote: a rebuild replaces these only
+
+
+def _site_files(out: Path) -> set[str] | None:
+    """The files of out/ that a build wrote, or None when out/ holds no site built here."""
+    if (out / MANIFEST).is_file():
+        try:
+            files = json.loads((out / MANIFEST).read_text(encoding="utf-8"))["files"]
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            raise ValueError(f"{out / MANIFEST} is damaged; delete {out} and build again") from None
+        return {*map(str, files), MANIFEST}
+    if (out / ".buildinfo").is_file() and (out / ".nojekyll").is_file():  # an older build's
+        return {str(p.relative_to(out)) for p in out.rglob("*") if not p.is_dir()}
+    return None
+
+
+def _check_target(out: Path) -> None:
+    """Refuse a target that is a file, or a folder with things in it and no site built here."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out} is a file; give the folder to build the site in")
+    if out.is_dir() and any(out.iterdir()) and _site_files(out) is None:
+        raise ValueError(
+            f"{out} holds files and no site built here (no {MANIFEST}); give a new or empty "
+            "folder, or the folder of an earlier build"
+        )
+
+
+def _swap_in(new: Path, out: Path) -> None:
+    """Put the built site new/ in out/'s place: the files an older build wrote go, others stay.
+
+    With nothing else in out/, the two folders are swapped by renames; otherwise the old build's
+    files are deleted and the new ones moved in beside the files that are not the site's."""
+    _check_target(out)
+    site = (_site_files(out) if out.is_dir() else None) or set()
+    kept = [p for p in out.rglob("*") if not p.is_dir() and str(p.relative_to(out)) not in site]
+    clash = [p for p in kept if (new / p.relative_to(out)).exists()]
+    if clash:
+        raise ValueError(f"{clash[0]} is not the site's, and the new site has a file of that name")
+    if not kept:  # out/ is an older build, empty, or not there
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+        if out.exists():
+            out.rename(old / "site")
+        try:
+            new.rename(out)
+        except OSError:
+            if (old / "site").exists():  # put the older build back
+                (old / "site").rename(out)
+            raise
+        finally:
+            shutil.rmtree(old, ignore_errors=True)
+        return
+    for name in sorted(site, key=lambda name: -name.count("/")):
+        (out / name).unlink(missing_ok=True)
+        for folder in (out / name).parents:
+            if folder == out or any(folder.iterdir()):
+                break
+            folder.rmdir()
+    for path in sorted(new.rglob("*")):
+        if not path.is_dir():
+            (out / path.relative_to(new)).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, out / path.relative_to(new))
 
 
 PAGES = ["index.html", "teaching.html", "data.html", "api.html", "search.html"]
@@ -248,8 +357,14 @@ def check(out: Path) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", nargs="?", default=str(ROOT / "_site"), help="the site's folder")
+    parser.add_argument(
+        "--notebooks", default=str(ROOT / "notebooks"), help="the course notebooks to publish"
+    )
     args = parser.parse_args()
-    seconds = build(Path(args.out))
+    try:
+        seconds = build(Path(args.out), notebooks=Path(args.notebooks))
+    except (ValueError, OSError, RuntimeError) as exc:  # a damaged notebook, a folder that is
+        sys.exit(f"site: error: {exc}")  # not the site's; sphinx or nbgrader failed (their lines)
     problems = check(Path(args.out))
     for problem in problems:
         print(problem, file=sys.stderr)
