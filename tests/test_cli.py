@@ -144,3 +144,46 @@ def test_a_vocabulary_that_does_not_match_the_weights_is_refused(tmp_path):
         BertForMaskedLM.from_pretrained(folder)
     with pytest.raises(SystemExit, match="cannot load the model"):
         cli.main(["fill-mask", str(folder), "the [MASK] of france"])
+
+
+def test_c1_truncated_training_state_is_one_line(pretrained, tmp_path):
+    _, args, _ = pretrained
+    out = tmp_path / "run"
+    args = [*args[: args.index("--out") + 1], str(out), *args[args.index("--out") + 2 :]]
+    done = minibert(*args, "--stop-after", "3")
+    assert done.returncode == 0, done.stderr[-2000:]
+    (state,) = out.rglob("training_state.pt")
+    state.write_bytes(state.read_bytes()[:1000])  # a disk that filled up, a copy cut short
+    done = minibert(*args, "--resume")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert f"{state} is damaged" in done.stderr and "--overwrite" in done.stderr
+
+
+def test_u3_seed_beyond_the_generators_is_one_line(tmp_path):
+    done = minibert("pretrain", "--steps", "2", "--out", str(tmp_path / "x"), "--seed", str(10**20))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--seed: must be an int in [0, 2**32 - 1], got 100000000000000000000" in done.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_c2_damaged_model_folders_are_one_line(tmp_path):
+    from minibert import assets
+
+    looping = tmp_path / "looping"
+    looping.mkdir()
+    modules = [{"path": "", "type": "sentence_transformers.models.Transformer"}]
+    (looping / "modules.json").write_text(json.dumps(modules))
+    index = tmp_path / "index"
+    index.mkdir()
+    (index / "config.json").write_bytes((assets.course_checkpoint() / "config.json").read_bytes())
+    (index / "model.safetensors.index.json").write_text('{"weight_map": 5}')
+    huge = tmp_path / "huge"
+    huge.mkdir()
+    config = json.loads((assets.course_checkpoint() / "config.json").read_text())
+    (huge / "config.json").write_text(json.dumps(config | {"intermediate_size": 10**9}))
+    cases = {looping: "modules.json", index: "model.safetensors.index.json", huge: "config.json"}
+    for folder, file in cases.items():
+        done = minibert("fill-mask", str(folder), "the [MASK] of france is paris .")
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+        assert len(done.stderr.strip().splitlines()) == 1 and str(folder / file) in done.stderr
