@@ -38,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     # lesson 6: fine-tuning
     "finetune": "recipes",
     "classify": "inference",
+    "tag": "inference",
 }
 
 # the BERT library's modules (the teaching kit is one more: minibert.teaching)
@@ -46,6 +47,7 @@ _SUBMODULES = (
     "attention",
     "checkpoint",
     "cli",
+    "commands",
     "config",
     "corpora",
     "distributed",

@@ -8,11 +8,13 @@ minibert pretrain --preset tiny --steps 300 --out runs/tiny
 minibert fill-mask runs/tiny "the [MASK] of france is paris ."
 minibert finetune --model minilm --task rotten-tomatoes --out runs/rt
 minibert classify runs/rt "a gem of a film" "a tedious mess"
+minibert tag runs/caps "the eiffel tower is in paris ."
 minibert assignment new attention hw1   # a graded assignment; then: minibert assignment grade hw1
 
 Each command's arguments are declared by the module that owns it: the recipes' options
-(``recipes.PretrainOptions``, ``recipes.FinetuneOptions``), ``assets``, ``teaching.lessons`` and
-``teaching.assignments``. This file only wires them to sub-commands.
+(``recipes.PretrainOptions``, ``recipes.FinetuneOptions``), ``assets``, ``commands.models``
+(fill-mask, classify, tag), ``teaching.lessons`` and ``teaching.assignments``. This file only
+wires them to sub-commands.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ def _error(command: str, problem: object, code: int) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``minibert`` command, with one sub-parser per command."""
-    from minibert import assets, inference
+    from minibert import assets
+    from minibert.commands import models
     from minibert.options import add_arguments
     from minibert.recipes import FinetuneOptions, PretrainOptions
     from minibert.teaching import assignments, lessons
@@ -72,13 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
          lessons.add_arguments, lessons.run),
         ("assignment", "graded assignments: list them, hand one out (new), grade submissions",
          assignments.add_arguments, assignments.run),
-        ("fill-mask", "predict the [MASK] tokens of a sentence with a pretrained model",
-         inference.add_fill_mask_arguments, inference.fill_mask_command),
-        ("classify", "label texts with a fine-tuned classifier",
-         inference.add_classify_arguments, inference.classify_command),
     ):  # fmt: skip
         add(command := sub.add_parser(name, help=help_text))
         command.set_defaults(run=run)
+    models.add_arguments(sub)  # fill-mask, classify, tag
     for name, options, help_text, out in (
         ("pretrain", PretrainOptions, "pretrain a BERT with MLM (+ NSP or SOP) on Wikipedia (or your corpus)",
          "folder for the model, vocabulary, history and checkpoints"),

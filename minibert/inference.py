@@ -1,19 +1,19 @@
-"""A trained folder answering questions: fill in [MASK] tokens, label texts.
+"""A trained folder answering questions: fill in [MASK] tokens, label texts and pairs, tag words.
 
     model = BertForPreTraining.from_pretrained(folder)
     tok = BertTokenizer.from_pretrained(folder)
     fill_mask(model, tok, "the [MASK] of france is paris .")   # [[("capital", 0.41), ...]]
     classify(classifier, tok, ["a gem of a film", "a mess"])   # [("fresh", 0.93), ("rotten", 0.88)]
+    classify(classifier, tok, [question], [sentence])          # a sentence pair: segments A and B
+    tag(tagger, tok, "the eiffel tower is in paris")           # [("the", "capitalised", 0.97), ...]
     word_in_context(encoder, tok, {"river": [...], "money": [...]}, "bank")  # per-layer cosines
 
-Reads models and tokenizers; trains nothing. The ``minibert fill-mask`` and ``minibert classify``
-commands are declared here too (``add_*_arguments`` and ``*_command``).
+Reads models and tokenizers; trains nothing. The ``minibert fill-mask``, ``classify`` and ``tag``
+commands that call these are in ``minibert.commands.models``.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from typing import Any
 
 import torch
@@ -21,15 +21,7 @@ from torch import nn
 
 from minibert.utils import evaluating
 
-__all__ = [
-    "add_classify_arguments",
-    "add_fill_mask_arguments",
-    "classify",
-    "classify_command",
-    "fill_mask",
-    "fill_mask_command",
-    "word_in_context",
-]
+__all__ = ["classify", "fill_mask", "tag", "word_in_context"]
 
 
 @torch.no_grad()
@@ -67,14 +59,28 @@ def fill_mask(
 
 @torch.no_grad()
 def classify(
-    model: nn.Module, tokenizer: Any, texts: list[str], max_length: int = 128
+    model: nn.Module,
+    tokenizer: Any,
+    texts: list[str],
+    text_pairs: list[str] | None = None,
+    max_length: int = 128,
 ) -> list[tuple[str, float]]:
-    """For each text, the sequence classifier's most probable label and its probability."""
+    """For each text (or pair: texts[i] as segment A, text_pairs[i] as B), the sequence
+    classifier's most probable label and its probability."""
     if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
         raise TypeError("texts must be a list of str (wrap a single text in a list)")
     if not texts:
         raise ValueError("no texts to classify")
-    batch = tokenizer.encode_batch(texts, max_length=max_length, truncation=True)
+    if text_pairs is not None:
+        if isinstance(text_pairs, str) or not all(isinstance(t, str) for t in text_pairs):
+            raise TypeError("text_pairs must be a list of str, one for each text")
+        if len(text_pairs) != len(texts):
+            raise ValueError(f"{len(texts)} texts but {len(text_pairs)} text_pairs: give one each")
+    batch = tokenizer.encode_batch(
+        texts if text_pairs is None else list(zip(texts, text_pairs)),
+        max_length=max_length,
+        truncation=True if text_pairs is None else "only_second",
+    )
     device = next(model.parameters()).device
     with evaluating(model):
         logits = model(**{k: v.to(device) for k, v in batch.items()}).logits  # (texts, labels)
@@ -82,6 +88,34 @@ def classify(
     best = probs.max(-1)
     names = model.config.names()
     return [(names[int(i)], float(p)) for p, i in zip(best.values, best.indices)]
+
+
+@torch.no_grad()
+def tag(
+    model: nn.Module, tokenizer: Any, text: str, max_length: int = 512
+) -> list[tuple[str, str, float]]:
+    """Each word of text with the token classifier's label (read on its first piece, as it was
+    trained) and its probability: [(word as the tokenizer pieced it, label, probability), ...]."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    enc = tokenizer(text, max_length=max_length, truncation=True)
+    if not any(w is not None for w in enc.word_ids):
+        raise ValueError(f"the text has no words to tag: {text!r}")
+    ids = torch.tensor([enc.input_ids])  # (1, seq)
+    device = next(model.parameters()).device
+    with evaluating(model):
+        logits = model(input_ids=ids.to(device), attention_mask=torch.ones_like(ids).to(device))
+    probs = logits.logits[0].float().softmax(-1)  # (seq, labels)
+    names, words = model.config.names(), {}
+    for position, (piece, word) in enumerate(zip(enc.tokens, enc.word_ids)):
+        if word is None:
+            continue
+        if word not in words:  # the first piece carries the word's label
+            p, label = probs[position].max(-1)
+            words[word] = [piece, names[int(label)], float(p)]
+        else:
+            words[word][0] += piece[2:] if piece.startswith("##") else piece
+    return [tuple(w) for w in words.values()]
 
 
 @torch.no_grad()
@@ -116,77 +150,3 @@ def word_in_context(
         (a, b) for i, g in enumerate(groups) for h in groups[i + 1 :] for a in g for b in h
     ]
     return {"same sense": mean_cosine(same), "different senses": mean_cosine(different)}
-
-
-# --- the commands: minibert fill-mask, minibert classify -------------------------------------
-
-
-def _load_folder(folder: str, cls_name: str):
-    """(model, tokenizer) from a folder; anything wrong becomes one line naming the folder."""
-    from minibert import model as models
-    from minibert.tokenization import BertTokenizer
-
-    try:
-        model = getattr(models, cls_name).from_pretrained(folder)
-        return model, BertTokenizer.from_pretrained(folder)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise SystemExit(f"minibert: error: cannot load the model in {folder}: {exc}") from None
-
-
-def add_fill_mask_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of ``minibert fill-mask``."""
-    from minibert.options import POSITIVE_INT, argparse_type
-
-    parser.add_argument(
-        "model",
-        help="a folder written by `minibert pretrain`, or by save_pretrained of "
-        "BertForPreTraining or BertForMaskedLM",
-    )
-    parser.add_argument(
-        "text",
-        help='a sentence with [MASK], e.g. "the [MASK] of france is paris ."; at most the '
-        "model's positions (512 WordPiece tokens for BERT, with [CLS] and [SEP]): a longer text "
-        "is refused, not cut, so that no [MASK] loses its context; shorten it to the sentences "
-        "around the [MASK]",
-    )
-    parser.add_argument(
-        "--top-k",
-        type=argparse_type(int, POSITIVE_INT),
-        default=5,
-        help="how many candidates to print per [MASK]",
-    )
-
-
-def fill_mask_command(args: argparse.Namespace) -> int:
-    """Print each [MASK]'s top candidates with their probabilities; the exit code."""
-    model, tok = _load_folder(args.model, "BertForMaskedLM")  # pretraining folders load too
-    try:
-        predictions = fill_mask(model, tok, args.text, top_k=args.top_k)
-    except ValueError as exc:
-        print(f"minibert fill-mask: error: {exc}", file=sys.stderr)
-        return 1
-    for n, candidates in enumerate(predictions, start=1):
-        print(f"[MASK] {n}: " + "  ".join(f"{t} {p:.3f}" for t, p in candidates))
-    return 0
-
-
-def add_classify_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of ``minibert classify``."""
-    parser.add_argument("model", help="a folder written by `minibert finetune`")
-    parser.add_argument("texts", nargs="+", help="one or more texts, each in quotes")
-
-
-def classify_command(args: argparse.Namespace) -> int:
-    """Print each text's label and probability; refuse a folder without a trained head."""
-    model, tok = _load_folder(args.model, "BertForSequenceClassification")
-    if missing := model.loading_info["newly_initialized"]:  # a random head answers at random
-        print(
-            f"minibert classify: error: {args.model} has no trained classifier (its weights lack "
-            f"{', '.join(missing)}): it is a pretrained model, not a fine-tuned one; fine-tune it "
-            "first (minibert finetune --model FOLDER --out OUT)",
-            file=sys.stderr,
-        )
-        return 1
-    for text, (label, probability) in zip(args.texts, classify(model, tok, args.texts)):
-        print(f"{label}\t{probability:.3f}\t{text}")
-    return 0

@@ -1,25 +1,56 @@
-"""The fine-tuning tasks as data: a name, its labels, its model class, its data and its measures.
+"""The fine-tuning tasks as data: each task owns its data, input shape, model, measures and use.
 
     task = tasks.get("rotten-tomatoes")            # an unknown name is an error naming the known ones
     train, dev, test = task.datasets(tok, max_length=128, train_examples=1024, seed=0)
     net = task.model_class.from_pretrained(folder, num_labels=len(task.labels), label_names=task.labels)
+    task.selection.of(history[-1])                 # the dev measure that keeps the best evaluation
+    task.scores(labels, predictions)               # the final scores, by the task's own names
+    tasks.of_folder("runs/rt")                     # the task a fine-tuned folder was trained on
 
-``minibert finetune --task`` offers the registered names; ``recipes.finetune`` and the fine-tuning
-benchmark read everything else from here. A new task (a token task such as NER, a sentence-pair
-task) is one ``register(Task(...))`` call with a function that returns its three datasets.
+What a task declares: its labels, its shape ("text": a label per text, or per text pair; "words":
+a label per word), its model class, its training measures (``metrics``, summed by the loop), the
+dev measure that picks the best evaluation (``selection``, with its direction: not accuracy,
+which a model answering the majority label everywhere can win on an imbalanced dev set), the
+final scores (``scores``) and the unit they count. ``minibert finetune --task`` offers the
+registered names; ``recipes.finetune``, the commands (``minibert classify``, ``minibert tag``)
+and the fine-tuning benchmark read everything else from here. A new task is one
+``register(Task(...))`` call with a function that returns its three datasets.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from minibert import corpora, finetuning
 from minibert.model import BertForSequenceClassification, BertForTokenClassification
 
-__all__ = ["TASKS", "Task", "check_name", "get", "register"]
+__all__ = ["SHAPES", "TASKS", "Selection", "Task", "check_name", "get", "of_folder", "register"]
+
+SHAPES = {  # the input shape -> the model class of its folders (config.json's architectures)
+    "text": BertForSequenceClassification,  # a label per text, or per pair of texts
+    "words": BertForTokenClassification,  # a label per word (on its first piece)
+}
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The dev measure that picks the best evaluation: its name, its value in an evaluation record
+    (the history's eval_* measures), and whether higher is better. Ties keep the earlier one."""
+
+    name: str
+    of: Callable[[dict[str, float]], float]
+    higher_is_better: bool = True
+
+    def better(self, value: float, best: float | None) -> bool:
+        """True when value beats the best so far (strictly: a tie keeps the earlier evaluation)."""
+        if best is None:
+            return True
+        return value > best if self.higher_is_better else value < best
 
 # (tokenizer, max_length, train_examples or None, seed) -> (train, dev, test) datasets
 Loader = Callable[[Any, int, "int | None", int], tuple[Any, Any, Any]]
@@ -31,15 +62,36 @@ class Task:
 
     name: str
     labels: tuple[str, ...]  # index = label id; config.json's id2label
-    model_class: type  # a minibert task model: one label per text, or one per token
+    shape: str  # a key of SHAPES: "text" (a label per text or pair) or "words" (per word)
     unit: str  # what one scored item is ("snippet", "word"): results say "accuracy per word"
     load: Loader
     metrics: Callable  # (batch, model output) -> {name: (correct, count)}, for training.train
+    selection: Selection  # the dev measure that keeps the best evaluation
     description: str  # one line for --help
+
+    def __post_init__(self) -> None:
+        if self.shape not in SHAPES:
+            raise ValueError(f"shape must be one of {', '.join(SHAPES)}, got {self.shape!r}")
+
+    @property
+    def model_class(self) -> type:
+        """The task model of its shape: BertForSequenceClassification or ...TokenClassification."""
+        return SHAPES[self.shape]
+
+    @property
+    def positive(self) -> str:
+        """The label whose precision, recall and F1 the scores give (label 1)."""
+        return self.labels[1]
 
     def datasets(self, tokenizer, max_length: int, train_examples: int | None, seed: int):
         """(train, dev, test) datasets; train_examples draws a random subset of train (by seed)."""
         return self.load(tokenizer, max_length, train_examples, seed)
+
+    def scores(self, labels: Sequence[int], predictions: Sequence[int]) -> dict[str, Any]:
+        """The final scores: accuracy, balanced accuracy, precision, recall and F1 of the
+        positive label, the confusion matrix, and the selection measure under its own name."""
+        measured = finetuning.scores(labels, predictions, len(self.labels))
+        return {**measured, "positive": self.positive, "unit": self.unit}
 
 
 TASKS: dict[str, Task] = {}
@@ -63,6 +115,18 @@ def get(name: str) -> Task:
     if problem := check_name(name):
         raise ValueError(f"task {problem}, got {name!r}")
     return TASKS[name]
+
+
+def of_folder(folder: str | Path) -> Task | None:
+    """The registered task a fine-tuned folder was trained on (its results.json), or None."""
+    results = Path(folder) / "results.json"
+    if not results.is_file():
+        return None
+    try:
+        name = json.loads(results.read_text(encoding="utf-8")).get("task")
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        raise ValueError(f"{results} is damaged (not a JSON object); fine-tune again") from None
+    return TASKS.get(name)
 
 
 def _subset(items: Sequence, train_examples: int | None, seed: int, what: str) -> list:
@@ -104,10 +168,12 @@ register(
     Task(
         name="rotten-tomatoes",
         labels=corpora.LABELS,
-        model_class=BertForSequenceClassification,
+        shape="text",
         unit="snippet",
         load=_rotten_tomatoes,
         metrics=finetuning.classification_metrics,
+        # dev holds 58% fresh snippets: accuracy would favour answering "fresh" everywhere
+        selection=Selection("balanced_accuracy", finetuning.balanced_accuracy),
         description="sentiment of review snippets (fresh/rotten, split by movie)",
     )
 )
@@ -115,10 +181,12 @@ register(
     Task(
         name="capitalisation",
         labels=("lower", "capitalised"),
-        model_class=BertForTokenClassification,
+        shape="words",
         unit="word",
         load=_capitalisation,
         metrics=finetuning.token_metrics,
+        # 82% of words are lower-case: F1 of the capitalised ones, not accuracy
+        selection=Selection("f1", finetuning.positive_f1),
         description="which words of lower-cased Wikipedia text were capitalised (a token task)",
     )
 )

@@ -495,21 +495,32 @@ class FinetuneResult:
     dev: dict[str, Any] = field(default_factory=dict)
     test: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    selection: dict[str, Any] = field(default_factory=dict)  # measure, step, value, ties
 
     def report(self) -> str:
-        """What ``minibert finetune`` prints at the end: dev per evaluation, best dev and test."""
-        lines = [
-            f"step {h['step']:>6,}: dev accuracy {h['eval_accuracy']:.4f}"
-            for h in self.history
-            if "eval_accuracy" in h
-        ]
+        """What ``minibert finetune`` prints at the end: the dev measure per evaluation, the
+        evaluation kept, and the test scores by the task's names."""
+        chosen = self.selection
+        lines = [f"step {h['step']:>6,}: dev {chosen['measure']} {v:.4f}"
+                 for h, v in zip(self.evaluations, chosen["values"])]  # fmt: skip
+        ties = f" (tied with step {', '.join(map(str, chosen['ties']))}: the earliest kept)"
         lines.append(
-            f"best dev accuracy {self.dev['accuracy']:.4f}; test accuracy "
-            f"{self.test['accuracy']:.4f}, F1 {self.test['f1']:.4f} "
-            f"({self.test['examples']:,} {self.test['unit']}s)"
+            f"kept step {chosen['step']:,}: dev {chosen['measure']} {chosen['value']:.4f}"
+            + (ties if chosen["ties"] else "")
         )
-        lines.append(f"saved the classifier, tokenizer and results.json to {self.folder}")
+        t = self.test
+        lines.append(
+            f"test ({t['examples']:,} {t['unit']}s): accuracy {t['accuracy']:.4f}, balanced "
+            f"accuracy {t['balanced_accuracy']:.4f}; {t['positive']!r}: precision "
+            f"{t['precision']:.4f}, recall {t['recall']:.4f}, F1 {t['f1']:.4f}"
+        )
+        lines.append(f"saved the fine-tuned model, tokenizer and results.json to {self.folder}")
         return "\n".join([*lines, f"wall time: {self.seconds:.0f} s"])
+
+    @property
+    def evaluations(self) -> list[dict[str, float]]:
+        """The history's records that hold a dev evaluation."""
+        return [h for h in self.history if any(k.startswith("eval_") for k in h)]
 
 
 def model_folder(name: str | Path) -> Path:
@@ -666,13 +677,14 @@ def _finetune(o: FinetuneOptions, spec: tasks.Task, source: Path, folder: Output
     net = _classifier(o, spec, source, config)
     steps_per_epoch = len(train_data) // o.batch_size
     steps = o.max_steps or o.epochs * steps_per_epoch
-    best: dict[str, Any] = {"accuracy": -1.0}
+    best: dict[str, Any] = {"value": None}
+    measure = spec.selection
 
-    def keep_best(history: list[dict]) -> None:
-        accuracy = history[-1]["eval_accuracy"]
-        if accuracy > best["accuracy"]:
+    def keep_best(history: list[dict]) -> None:  # by the task's dev measure; a tie keeps the first
+        value = measure.of(history[-1])
+        if measure.better(value, best["value"]):
             best.update(
-                accuracy=accuracy,
+                value=value,
                 step=history[-1]["step"],
                 state={k: v.detach().clone() for k, v in net.state_dict().items()},
             )
@@ -703,13 +715,20 @@ def _finetune(o: FinetuneOptions, spec: tasks.Task, source: Path, folder: Output
     if not distributed.is_main():  # only process 0 evaluated and kept the best weights
         return FinetuneResult(folder.path, history, {}, {}, time.perf_counter() - started)
     net.load_state_dict(best["state"])
-    dev = _measure(net, dev_data, collate, spec.unit)
-    test = _measure(net, test_data, collate, spec.unit)
+    dev = _measure(net, dev_data, collate, spec)
+    test = _measure(net, test_data, collate, spec)
+    values = [measure.of(h) for h in history if any(k.startswith("eval_") for k in h)]
+    steps_seen = [h["step"] for h in history if any(k.startswith("eval_") for k in h)]
+    selection = {
+        "measure": measure.name, "higher_is_better": measure.higher_is_better,
+        "step": best["step"], "value": best["value"], "values": values,
+        "ties": [t for t, v in zip(steps_seen, values) if v == best["value"] and t != best["step"]],
+    }  # fmt: skip
     results = {
         "task": o.task,
         "model": str(o.model),
         "scratch": o.scratch,
-        "best_dev_step": best["step"],
+        "selection": selection,
         "dev": dev,
         "test": test,
         "options": saved(o) | {"steps": steps, "lr": lr},
@@ -718,7 +737,8 @@ def _finetune(o: FinetuneOptions, spec: tasks.Task, source: Path, folder: Output
     }
     files = {"history.json": history, "results.json": results}
     folder.put_in_place(_model_files(net, tok, files), by="minibert finetune")
-    return FinetuneResult(folder.path, history, dev, test, time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    return FinetuneResult(folder.path, history, dev, test, seconds, selection)
 
 
 def _classifier(o: FinetuneOptions, spec: tasks.Task, source: Path, config: BertConfig):
@@ -745,8 +765,8 @@ def _classifier(o: FinetuneOptions, spec: tasks.Task, source: Path, config: Bert
     return net
 
 
-def _measure(net, data, collate, unit: str) -> dict[str, Any]:
-    """Accuracy, F1 of label 1, the confusion matrix and each text's prediction on a dataset."""
+def _measure(net, data, collate, spec: tasks.Task) -> dict[str, Any]:
+    """The task's scores on a dataset (its unit counted) and each text's prediction."""
     order = sorted(range(len(data)), key=lambda i: -len(data[i]["input_ids"]))  # less padding
     labels, predictions, per_text = [], [], []
 
@@ -760,11 +780,7 @@ def _measure(net, data, collate, unit: str) -> dict[str, Any]:
         return {}
 
     evaluate(net, [data[i] for i in order], 64, collate, metrics_fn=collect)
-    measured = {
-        **finetuning.scores(labels, predictions, net.config.num_labels),
-        "examples": len(labels),
-        "unit": unit,
-    }
+    measured = {**spec.scores(labels, predictions), "examples": len(labels)}
     if per_text:  # back in the data's order
         measured["predictions"] = [guess for _, guess in sorted(zip(order, per_text))]
     return measured

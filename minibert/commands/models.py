@@ -1,0 +1,154 @@
+"""``minibert fill-mask``, ``minibert classify`` and ``minibert tag``: a trained folder answering.
+
+    minibert fill-mask runs/tiny "the [MASK] of france is paris ."
+    minibert classify runs/rt "a gem of a film" "a tedious mess"
+    minibert classify runs/pairs "who built it ?" --pair "the tower was built by eiffel ."
+    minibert tag runs/caps "the eiffel tower is in paris ."
+
+A fine-tuned folder says what it answers: its config.json's architectures (and results.json's
+task): a folder of another shape is refused in one line naming the command that fits it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from minibert import inference, tasks
+from minibert.options import POSITIVE_INT, argparse_type
+
+COMMANDS = {"BertForSequenceClassification": "classify", "BertForTokenClassification": "tag"}
+ANSWERS = {"classify": "labels each text (or pair of texts)", "tag": "labels each word"}
+
+
+class CommandError(Exception):
+    """What a command prints as its one-line error, with the exit code."""
+
+    def __init__(self, message: str, code: int = 1):
+        super().__init__(message)
+        self.code = code
+
+
+def _load(folder: str, cls_name: str) -> tuple[Any, Any]:
+    """(model, tokenizer) from a folder; anything wrong becomes one line naming the folder."""
+    from minibert import model as models
+    from minibert.tokenization import BertTokenizer
+
+    try:
+        model = getattr(models, cls_name).from_pretrained(folder)
+        return model, BertTokenizer.from_pretrained(folder)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CommandError(f"cannot load the model in {folder}: {exc}") from None
+
+
+def _architecture(folder: str) -> str | None:
+    """The task model a folder's config.json names (architectures), if it names one we answer."""
+    config = Path(folder) / "config.json"
+    try:
+        names = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []
+    except (OSError, ValueError, AttributeError):
+        return None  # _load says what is wrong with the folder
+    return next((name for name in names if name in COMMANDS), None)
+
+
+def _fine_tuned(folder: str, command: str) -> tuple[Any, Any]:
+    """The model and tokenizer of a folder fine-tuned for this command's shape, or a CommandError
+    naming the command that fits the folder (or saying it is not fine-tuned)."""
+    found = _architecture(folder)
+    try:
+        task = tasks.of_folder(folder)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    trained = f" (task {task.name})" if task else ""
+    if found is not None and COMMANDS[found] != command:
+        other = COMMANDS[found]
+        raise CommandError(
+            f"{folder} {ANSWERS[other]} ({found}{trained}), it does not {command}: use "
+            f"`minibert {other} {folder} ...`"
+        )
+    wanted = next(name for name, c in COMMANDS.items() if c == command)
+    model, tok = _load(folder, wanted)
+    if missing := model.loading_info["newly_initialized"]:  # a random head answers at random
+        raise CommandError(
+            f"{folder} has no trained head (its weights lack {', '.join(missing)}): it is a "
+            "pretrained model, not a fine-tuned one; fine-tune it first (minibert finetune "
+            "--model FOLDER --out OUT)"
+        )
+    return model, tok
+
+
+def add_arguments(sub: argparse._SubParsersAction) -> None:
+    """The sub-commands fill-mask, classify and tag."""
+    fill = sub.add_parser("fill-mask", help="predict the [MASK] tokens of a sentence")
+    fill.add_argument("model", help="a folder written by `minibert pretrain`, or by "
+                      "save_pretrained of BertForPreTraining or BertForMaskedLM")  # fmt: skip
+    fill.add_argument(
+        "text",
+        help='a sentence with [MASK], e.g. "the [MASK] of france is paris ."; at most the '
+        "model's positions (512 WordPiece tokens for BERT, with [CLS] and [SEP]): a longer text "
+        "is refused, not cut, so that no [MASK] loses its context; shorten it to the sentences "
+        "around the [MASK]",
+    )
+    fill.add_argument("--top-k", type=argparse_type(int, POSITIVE_INT), default=5,
+                      help="how many candidates to print per [MASK]")  # fmt: skip
+    fill.set_defaults(run=fill_mask)
+    label = sub.add_parser("classify", help="label texts (or text pairs) with a fine-tuned model")
+    label.add_argument("model", help="a folder written by `minibert finetune` for a text task")
+    label.add_argument("texts", nargs="+", help="one or more texts, each in quotes")
+    label.add_argument("--pair", nargs="+", default=None, metavar="TEXT_B",
+                       help="the second text of each pair (segment B), one per text")  # fmt: skip
+    label.set_defaults(run=classify)
+    words = sub.add_parser("tag", help="label each word of a text with a fine-tuned token model")
+    words.add_argument("model", help="a folder written by `minibert finetune` for a word task")
+    words.add_argument("text", help="the text to tag, in quotes")
+    words.set_defaults(run=tag)
+
+
+def _run(command: str, answer: Any) -> int:
+    try:
+        answer()
+    except CommandError as exc:
+        print(f"minibert {command}: error: {exc}", file=sys.stderr)
+        return exc.code
+    except (ValueError, TypeError) as exc:
+        print(f"minibert {command}: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def fill_mask(args: argparse.Namespace) -> int:
+    """Print each [MASK]'s top candidates with their probabilities; the exit code."""
+
+    def answer() -> None:
+        model, tok = _load(args.model, "BertForMaskedLM")  # pretraining folders load too
+        for n, found in enumerate(inference.fill_mask(model, tok, args.text, args.top_k), 1):
+            print(f"[MASK] {n}: " + "  ".join(f"{t} {p:.3f}" for t, p in found))
+
+    return _run("fill-mask", answer)
+
+
+def classify(args: argparse.Namespace) -> int:
+    """Print each text's label and probability (tab-separated, then the text)."""
+
+    def answer() -> None:
+        model, tok = _fine_tuned(args.model, "classify")
+        labels = inference.classify(model, tok, args.texts, args.pair)
+        for i, (text, (name, probability)) in enumerate(zip(args.texts, labels)):
+            shown = text if args.pair is None else f"{text} | {args.pair[i]}"
+            print(f"{name}\t{probability:.3f}\t{shown}")
+
+    return _run("classify", answer)
+
+
+def tag(args: argparse.Namespace) -> int:
+    """Print each word with its label and probability, one word a line."""
+
+    def answer() -> None:
+        model, tok = _fine_tuned(args.model, "tag")
+        for word, name, probability in inference.tag(model, tok, args.text):
+            print(f"{word}\t{name}\t{probability:.3f}")
+
+    return _run("tag", answer)
