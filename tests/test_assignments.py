@@ -3,10 +3,14 @@ each seeded classic bug loses the right part with a hint that names the mistake.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import os
 import shutil
+import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -336,9 +340,14 @@ def test_reference_solution_is_the_skeleton_with_its_bodies_filled_in(name):
         assert any(line == candidate for candidate in remaining), f"{file}: {line!r}"
 
 
-# --- a whole class, each submission graded in a process of its own (#28) -------------------------
+# --- a whole class, each submission in a sandbox: faults, hostile code, honest work (#28, #40) ----
 
 ATTENTION = (SOLUTIONS / "attention" / "attention.py").read_text(encoding="utf-8")
+KEEP = "    keep = attention_mask[:, None, None, :].bool()"  # inside padding_mask (part 2)
+MARKER = f"minibert-hostile-{uuid.uuid4().hex}"  # in the command line of every process they start
+PACKAGE = Path(assignments.__file__).parent  # the grader's own code, which G4 tries to edit
+SITE = [p for p in sys.path if p.endswith("site-packages") and os.path.isdir(p)]
+CANARIES = [Path(d) / f"minibert_hostile_canary{ext}" for d in SITE for ext in (".pth", ".py")]
 
 
 def student(root: Path, who: str, top: str = "", text: str = ATTENTION) -> Path:
@@ -348,62 +357,295 @@ def student(root: Path, who: str, top: str = "", text: str = ATTENTION) -> Path:
     return folder
 
 
-def test_a_class_with_every_kind_of_fault_gets_a_row_each(tmp_path, capsys):
-    root = tmp_path / "class"
-    keep = "    keep = attention_mask[:, None, None, :].bool()"  # inside padding_mask (part 2)
+def _spawn(detach: bool, count: int, busy: bool = False) -> str:
+    """Code that starts count processes carrying MARKER (setsid'd if detach), then goes on."""
+    body = "while True: pass" if busy else "import time; time.sleep(600)"
+    return (
+        "import os as _os, sys as _sys\n"
+        f"for _ in range({count}):\n"
+        "    if _os.fork() == 0:\n"
+        + ("        _os.setsid()\n" if detach else "")
+        + f"        _os.execv(_sys.executable, [_sys.executable, '-c', {body!r}, {MARKER!r}])\n"
+    )
+
+
+def _frames(*messages: dict) -> str:
+    """Code that writes these frames into every pipe it holds open for writing (the channel)."""
+    return (
+        "import json as _json, os as _os, stat as _stat, struct as _struct\n"
+        f"_data = b''\nfor _m in {list(messages)!r}:\n"
+        "    _t = _json.dumps(_m).encode()\n"
+        "    _data += _struct.pack('>II', len(_t), 0) + _t\n"
+        "for _fd in range(3, 64):\n"
+        "    try:\n"
+        "        if _stat.S_ISFIFO(_os.fstat(_fd).st_mode):\n"
+        "            _os.write(_fd, _data)\n"
+        "    except OSError:\n"
+        "        pass\n"
+    )
+
+
+FORGED_EVENTS = (  # the attack of #40's G1 on the old grader: events file at sys.argv[-2]
+    "import json as _json, sys as _sys\n"
+    "if len(_sys.argv) > 2 and _sys.argv[-2].endswith('.jsonl'):\n"
+    "    with open(_sys.argv[-2], 'a') as _out:\n"
+    "        for _t, _p in [('scaled dot-product attention', 3), ('multi-head self-attention', 1044), ('bonus', 3)]:\n"
+    "            _out.write(_json.dumps({'part': {'title': _t, 'points': _p, 'max_points': _p, 'message': 'ok'}}) + '\\n')\n"
+    "        _out.write(_json.dumps({'done': True}) + '\\n')\n"
+)
+
+
+def hostile(root: Path) -> dict[str, str]:
+    """Who -> the code each hostile submission runs when imported (before the honest solution)."""
+    reference_py = Path(assignments.__file__).parents[2] / "attention.py"
+    junk = b"\0" * 4096 + b"  total: 10/10\n" * 20
+    return {
+        "g1_forged_events": FORGED_EVENTS
+        + _frames({"ok": True}, {"value": 10}, {"value": {"tuple": [1050, "bonus"]}})
+        + "import os\nos._exit(0)\n",
+        "g2_unknown_key": _spawn(detach=False, count=1, busy=True)
+        + _frames({"ok": True, "bonus": 5}),
+        "g2_sigterm_parent": "import os, signal\nos.kill(os.getppid(), signal.SIGTERM)\n",
+        "g3_classmates": (
+            "import glob, os\n"
+            f"for _path in glob.glob({str(root)!r} + '/*/attention.py') + glob.glob('../*/attention.py'):\n"
+            "    if os.path.abspath(_path) != os.path.abspath(__file__):\n"
+            "        try:\n"
+            "            _text = open(__file__).read() if 'skeleton' in _path else 'raise NotImplementedError\\n'\n"
+            "            open(_path, 'w').write(_text)\n"
+            "        except OSError:\n"
+            "            pass\n"
+        ),
+        "g4_edit_package": (
+            f"for _path in {[str(p) for p in sorted(PACKAGE.glob('*.py'))] + ['/grader/worker.py']!r}"
+            f" + {[str(p) for p in CANARIES]!r}:\n"
+            "    try:\n"
+            "        open(_path, 'a').write('\\n# edited by a submission\\n')\n"
+            "    except OSError:\n"
+            "        pass\n"
+        ),
+        "g5_imports_reference": "from minibert.attention import scaled_dot_product_attention as _ref\n",
+        "g5_reference_by_path": (
+            "import importlib.util\n"
+            f"_spec = importlib.util.spec_from_file_location('ref', {str(reference_py)!r})\n"
+            "_ref = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(_ref)\n"
+        ),
+        "d4_proc_stdout": (
+            "import os\n"
+            "for _pid in {os.getppid(), 1} | {int(p) for p in os.listdir('/proc') if p.isdigit()}:\n"
+            "    for _fd in (1, 2):\n"
+            "        try:\n"
+            f"            _out = os.open(f'/proc/{{_pid}}/fd/{{_fd}}', os.O_WRONLY | os.O_TRUNC)\n"
+            f"            os.write(_out, {junk!r})\n"
+            "            os.close(_out)\n"
+            "        except OSError:\n"
+            "            pass\n"
+        ),
+        "h2_setsid_children": _spawn(detach=True, count=8),
+        "h2_fork_loop": _spawn(detach=False, count=30),
+    }
+
+
+def faulty(root: Path) -> list[Path]:
+    """The faults of #28: exits, a dtype change, a patched grader, a loop, an interrupt, ..."""
     folders = [
         student(root, "a_exit0", "import sys\nsys.exit(0)\n"),
         student(
             root,
             "b_os_exit",
-            text=ATTENTION.replace(keep, "    import os\n\n    os._exit(0)\n" + keep),
+            text=ATTENTION.replace(KEEP, "    import os\n\n    os._exit(0)\n" + KEEP),
         ),
         student(root, "c_dtype", "import torch\ntorch.set_default_dtype(torch.float64)\n"),
         student(root, "d_reference"),
-        student(
-            root,
-            "e_patch",
-            "import minibert.teaching.assignments as g\ng._run_checker = lambda *a: (True, 'ok')\ng.grade = None\n",
-        ),
+        student(root, "e_patch", "import minibert.teaching.assignments as g\ng.grade = None\n"),
         assignments.new("attention", root / "f_skeleton"),
         student(root, "g_loop_at_import", "while True:\n    pass\n"),
         student(root, "h_interrupt", "raise KeyboardInterrupt\n"),
         student(root, "i_helpers", "from helpers import SCALE\n"),
         student(root, "j_huge_print", "print('x' * 50_000_000)\n"),
-        student(root, "l_exit3", text=ATTENTION.replace(keep, "    raise SystemExit(3)\n" + keep)),
+        student(root, "l_exit3", text=ATTENTION.replace(KEEP, "    raise SystemExit(3)\n" + KEEP)),
     ]
     (root / "i_helpers" / "helpers.py").write_text("SCALE = 1\n", encoding="utf-8")
     damaged = student(root, "k_damaged_marker")
     (damaged / assignments.MARKER).write_text("{not json", encoding="utf-8")
     (root / "roster.txt").write_text("alice\n", encoding="utf-8")
-    references = [student(root, f"z_reference_{n:02d}") for n in range(17)]  # 30 rows in all
-    table = tmp_path / "grades.csv"
+    return [*folders, damaged, root / "roster.txt"]
+
+
+def _processes_with(marker: str) -> list[int]:
+    """The processes whose command line holds marker (Linux)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+    return found
+
+
+def grade_class(tmp: Path, folders: list[Path], env: dict | None = None) -> dict:
+    """`minibert assignment grade` on folders in a child process, its report saved to a file as a
+    teacher would (`> report.txt`); the rows, the report, the exit code and the seconds it took."""
+    table, saved = tmp / "grades.csv", tmp / "report.txt"
     table.write_text("old grades\n", encoding="utf-8")
-    everything = [*folders, damaged, root / "roster.txt", *references]
+    command = [sys.executable, "-m", "minibert", "assignment", "grade", *map(str, folders),
+               "--csv", str(table), "--seconds", "15", "--jobs", "2"]  # fmt: skip
     started = time.monotonic()
-    code = cli.main(
-        ["assignment", "grade", *map(str, everything), "--csv", str(table), "--seconds", "20"]
-    )
-    assert code == 1  # not every submission passes
-    rows = {Path(r["folder"]).name: r for r in csv.DictReader(table.open(encoding="utf-8"))}
-    assert len(rows) == len(everything)  # every folder, and the stray file, has its row
-    total = {who: rows[who]["total"] for who in rows}
+    with saved.open("wb") as out:
+        code = subprocess.run(command, stdout=out, stderr=subprocess.PIPE, env=env, timeout=600).returncode  # fmt: skip
+    seconds = time.monotonic() - started
+    with table.open(encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        rows = {Path(r["folder"]).name: r for r in reader}
+    return {"code": code, "rows": rows, "header": reader.fieldnames, "report": saved.read_bytes(),
+            "seconds": seconds, "count": len(folders)}  # fmt: skip
+
+
+needs_bwrap = pytest.mark.skipif(
+    assignments.sandbox_problem() is not None, reason="bubblewrap cannot sandbox on this machine"
+)
+
+
+@pytest.fixture(scope="module")
+def sandboxed_class(tmp_path_factory):
+    """A class of faulty, hostile and honest folders graded once in sandboxes (about a minute)."""
+    tmp = tmp_path_factory.mktemp("class")
+    root = tmp / "class"
+    folders = faulty(root)
+    folders += [student(root, who, top) for who, top in hostile(root).items()]
+    honest = [student(root, f"z_reference_{n}") for n in range(5)]
+    honest += [assignments.new("attention", root / f"z_skeleton_{n}") for n in range(2)]
+    before = {p: p.read_bytes() for p in PACKAGE.glob("*.py")}
+    on_disk = {f: (f / "attention.py").read_bytes() for f in honest}
+    try:
+        graded = grade_class(tmp, [*folders, *honest])
+    finally:  # were the sandbox broken, leave the package as it was
+        changed = [p for p, text in before.items() if p.read_bytes() != text]
+        for p in changed:
+            p.write_bytes(before[p])
+        planted = [c for c in CANARIES if c.exists()]
+        for c in planted:
+            c.unlink()
+    graded.update(changed=changed, planted=planted, classmates_changed=[
+        f.name for f, text in on_disk.items() if (f / "attention.py").read_bytes() != text])  # fmt: skip
+    graded["left"] = _processes_with(MARKER)
+    return graded
+
+
+@needs_bwrap
+def test_a_class_with_every_kind_of_fault_gets_a_row_each(sandboxed_class):
+    rows = sandboxed_class["rows"]
+    total = {who: row["total"] for who, row in rows.items()}
+    assert sandboxed_class["code"] == 1  # not every submission passes
+    assert len(rows) == sandboxed_class["count"]  # every folder, and the stray file, has its row
     assert total["a_exit0"] == "0" and "sys.exit(0)" in rows["a_exit0"]["error"]
-    assert total["b_os_exit"] != "10" and "stopped" in rows["b_os_exit"]["error"]
+    # os._exit in part 2 stops that run; parts 3 and 4 get a fresh one
+    assert total["b_os_exit"] == "9" and "stopped" in rows["b_os_exit"]["error"]
     assert total["d_reference"] == "10"  # graded after c_dtype's float64 default, unharmed
-    assert total["e_patch"] == "10" and total["f_skeleton"] == "0"  # the patch did not carry over
-    assert (
-        total["g_loop_at_import"] == "0"
-        and "stopped after 20 s" in rows["g_loop_at_import"]["error"]
-    )
+    assert total["e_patch"] == "0" and "No module named 'minibert" in rows["e_patch"]["error"]
+    assert total["f_skeleton"] == "0"
+    assert "stopped after 15 s" in rows["g_loop_at_import"]["error"] and total["g_loop_at_import"] == "0"  # fmt: skip
     assert total["h_interrupt"] == "0" and "KeyboardInterrupt" in rows["h_interrupt"]["error"]
     assert total["i_helpers"] == "10"  # its folder is on sys.path
     assert total["j_huge_print"] == "10"
     assert total["l_exit3"] == "9"  # padding mask (1 point) lost; the other parts still graded
     assert "damaged" in rows["k_damaged_marker"]["error"]
     assert "no folder" in rows["roster.txt"]["error"]
-    assert all(rows[f.name]["total"] == "10" for f in references)
-    assert time.monotonic() - started < 600  # bounded: about 3 s a folder here
+    assert all(r["sandbox"] == "bubblewrap" for r in rows.values())
+    print(f"class of {len(rows)} graded in {sandboxed_class['seconds']:.0f} s")  # a benchmark
+
+
+@needs_bwrap
+def test_g1_forged_events_score_nothing(sandboxed_class):
+    rows = sandboxed_class["rows"]
+    assert rows["g1_forged_events"]["total"] == "0"
+    assert sandboxed_class["header"][-4:] == ["total", "max", "sandbox", "error"]
+    assert "bonus" not in sandboxed_class["header"]  # columns come from the catalogue alone
+    assert all(int(r["total"]) <= int(r["max"] or 0) for r in rows.values())
+
+
+@needs_bwrap
+def test_g2_unknown_key_is_that_submissions_failure(sandboxed_class):
+    row = sandboxed_class["rows"]["g2_unknown_key"]
+    assert row["total"] == "0" and "malformed" in row["error"]
+    assert all(sandboxed_class["rows"][f"z_reference_{n}"]["total"] == "10" for n in range(5))
+
+
+@needs_bwrap
+def test_g2_sigterm_to_the_parent_ends_nothing_but_its_own_run(sandboxed_class):
+    assert sandboxed_class["code"] == 1  # not 143: the grader was out of its reach
+    # its parent is the sandbox's init, which takes no notice
+    assert sandboxed_class["rows"]["g2_sigterm_parent"]["total"] == "10"
+    assert len(sandboxed_class["rows"]) == sandboxed_class["count"]
+
+
+@needs_bwrap
+def test_g3_classmates_files_are_out_of_reach(sandboxed_class):
+    rows = sandboxed_class["rows"]
+    assert sandboxed_class["classmates_changed"] == []
+    assert [rows[f"z_reference_{n}"]["total"] for n in range(5)] == ["10"] * 5
+    assert [rows[f"z_skeleton_{n}"]["total"] for n in range(2)] == ["0"] * 2
+    assert rows["g3_classmates"]["total"] == "10"  # its own work is the reference
+
+
+@needs_bwrap
+def test_g4_the_installed_package_cannot_be_edited(sandboxed_class):
+    assert sandboxed_class["changed"] == [] and sandboxed_class["planted"] == []
+    assert sandboxed_class["rows"]["g4_edit_package"]["total"] == "10"
+    assert [sandboxed_class["rows"][f"z_skeleton_{n}"]["total"] for n in range(2)] == ["0"] * 2
+
+
+@needs_bwrap
+def test_g5_the_reference_is_not_importable(sandboxed_class):
+    for who in ("g5_imports_reference", "g5_reference_by_path"):
+        row = sandboxed_class["rows"][who]
+        assert row["total"] == "0" and "does not import" in row["error"], row
+    assert "the rules: torch only" in sandboxed_class["rows"]["g5_imports_reference"]["error"]
+
+
+@needs_bwrap
+def test_d4_the_report_is_written_by_the_grader_alone(sandboxed_class):
+    report = sandboxed_class["report"]
+    assert b"\0" not in report
+    assert report.count(b"total: ") == sandboxed_class["count"]  # one per row, none forged
+    assert report.count(b"total: 10/10") == sum(r["total"] == "10" for r in sandboxed_class["rows"].values())  # fmt: skip
+    assert sandboxed_class["rows"]["d4_proc_stdout"]["total"] in ("0", "10")
+
+
+@needs_bwrap
+def test_h2_no_process_outlives_grading(sandboxed_class):
+    assert sandboxed_class["left"] == []  # setsid children, a fork loop, a busy child: all gone
+    for who in ("h2_setsid_children", "h2_fork_loop"):
+        assert sandboxed_class["rows"][who]["total"] == "10"
+
+
+def test_without_bubblewrap_the_class_is_graded_and_every_row_says_not_sandboxed(tmp_path):
+    """bwrap hidden (a PATH without it): the class that is safe to run without a sandbox."""
+    root = tmp_path / "class"
+    unsafe = {"g2_sigterm_parent", "g3_classmates", "g4_edit_package", "g5_reference_by_path", "d4_proc_stdout"}  # fmt: skip
+    folders = [
+        student(root, "a_exit0", "import sys\nsys.exit(0)\n"),
+        student(
+            root,
+            "b_os_exit",
+            text=ATTENTION.replace(KEEP, "    import os\n\n    os._exit(0)\n" + KEEP),
+        ),
+        student(root, "l_exit3", text=ATTENTION.replace(KEEP, "    raise SystemExit(3)\n" + KEEP)),
+        *(student(root, who, top) for who, top in hostile(root).items() if who not in unsafe),
+        student(root, "z_reference"),
+        assignments.new("attention", root / "z_skeleton"),
+    ]
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}
+    graded = grade_class(tmp_path, folders, env)
+    rows, total = graded["rows"], {w: r["total"] for w, r in graded["rows"].items()}
+    assert graded["code"] == 1 and len(rows) == len(folders)
+    assert all(r["sandbox"].startswith("not sandboxed: bwrap was not found") for r in rows.values())
+    assert "install bubblewrap" in rows["z_reference"]["sandbox"]
+    assert graded["report"].count(b"not sandboxed") >= len(folders)
+    assert total == {"a_exit0": "0", "b_os_exit": "9", "l_exit3": "9", "g1_forged_events": "0",
+                     "g2_unknown_key": "0", "g5_imports_reference": "0", "h2_setsid_children": "10",
+                     "h2_fork_loop": "10", "z_reference": "10", "z_skeleton": "0"}  # fmt: skip
+    assert "the rules: torch only" in rows["g5_imports_reference"]["error"]
+    assert _processes_with(MARKER) == []
 
 
 def test_time_limit_holds_against_a_bare_except(tmp_path):

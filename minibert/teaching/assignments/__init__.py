@@ -1,0 +1,67 @@
+"""Graded assignments that reuse minibert: hand out a skeleton, grade it part by part, offline.
+
+minibert assignment list                          # the assignments, their parts and points
+minibert assignment new attention hw1             # the skeleton and its README in hw1/
+minibert assignment grade hw1                     # a score per part, a hint per failed part
+minibert assignment grade subs/* --csv grades.csv # a whole class: one row per folder
+
+Grading is split so that a submission cannot forge its score: the grader makes every input and
+compares every output with the reference (``checks``), while the student's code runs in a worker
+(``worker``), sandboxed by bubblewrap where it can be (``runner``), which only sends back what
+that code returned (``remote``). Without a sandbox, grading still runs and every row says "not
+sandboxed". The modules:
+
+- ``catalogue``: the assignments and their parts; ``list``, ``new``, ``which``;
+- ``checks``: each part's inputs, comparison and hint;
+- ``runner``: running a submission (sandboxed, in a child process, or in this process);
+- ``remote``: the grader's side of the channel and proxies for the student's objects;
+- ``worker``: the program that runs the student's code (standard library and torch only);
+- ``command``: `minibert assignment ...`, the report and the CSV.
+"""
+
+from minibert.teaching.assignments.catalogue import (
+    ASSIGNMENTS,
+    FILES,
+    MARKER,
+    Assignment,
+    Part,
+    get,
+    new,
+    which,
+)
+from minibert.teaching.assignments.command import add_arguments, report, run, write_csv
+from minibert.teaching.assignments.runner import (
+    MEMORY_MB,
+    MIN_MEMORY_MB,
+    PART_SECONDS,
+    Grade,
+    PartResult,
+    grade,
+    grade_isolated,
+    grade_many,
+    sandbox_problem,
+)
+
+__all__ = [
+    "ASSIGNMENTS",
+    "FILES",
+    "MARKER",
+    "MEMORY_MB",
+    "MIN_MEMORY_MB",
+    "PART_SECONDS",
+    "Assignment",
+    "Grade",
+    "Part",
+    "PartResult",
+    "add_arguments",
+    "get",
+    "grade",
+    "grade_isolated",
+    "grade_many",
+    "new",
+    "report",
+    "run",
+    "sandbox_problem",
+    "which",
+    "write_csv",
+]

@@ -1,0 +1,435 @@
+"""Running a submission: in a bubblewrap sandbox, in a plain child process, or in this process.
+
+grade_isolated (the command's) copies the submission's folder and runs the worker (worker.py) on
+the copy. On Linux with bubblewrap, the worker runs in a sandbox: its own user, process, network,
+IPC and UTS namespaces (no network; it cannot see or signal the grader or another submission),
+a read-only view of only what Python and torch need (the system's libraries, the Python
+installation, its site-packages with minibert, transformers and d2l hidden), its own /tmp and
+/proc, and its folder's copy at /submission; the whole sandbox dies at the time limit, when the
+run ends or if the grader dies. Without bubblewrap, the worker runs as a plain child process,
+every process it started killed at the end, and every row says "not sandboxed". grade runs the
+worker in this process (for the tests and quick checks: no isolation at all).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from minibert.teaching.assignments.catalogue import Assignment, get, which
+from minibert.teaching.assignments.remote import (
+    LocalTransport,
+    ProcessTransport,
+    RemoteModule,
+    Session,
+    Stopped,
+)
+from minibert.teaching.assignments.worker import FORBIDDEN
+
+PART_SECONDS = 300  # a part that runs longer (an endless loop) scores 0
+MEMORY_MB = 4096  # the memory a submission may use beyond Python and torch (POSIX)
+MIN_MEMORY_MB = 512  # the encoder's reference needs about 384 (MiniLM's weights arrive as 90 MB)
+STARTUP_SECONDS = 120  # the worker's own start (Python, torch), before the student's file
+KEPT_OUTPUT = 10_000  # characters of a submission's printing kept by grade() (the rest dropped)
+COPY_BYTES = 64 * 2**20  # the most a submission's folder may hold (it is copied for each run)
+TMP_BYTES = 64 * 2**20  # the sandbox's /tmp (in memory)
+BWRAP: str | None = "bwrap"  # the bubblewrap program; None: never sandbox (tests set it)
+ENV_TOKEN = "MINIBERT_GRADING_RUN"  # set in every worker's environment: finds its strays
+HOW = ("install bubblewrap (Debian, Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
+       "bubblewrap) on Linux, or grade in a container or throw-away account")  # fmt: skip
+
+
+@dataclass
+class PartResult:
+    """How one part went: points earned and the verdict (a pass, or a hint)."""
+
+    title: str
+    points: int
+    max_points: int
+    message: str
+
+
+@dataclass
+class Grade:
+    """The grade of one folder, and how its code was run (sandbox: "bubblewrap", or why not)."""
+
+    assignment: str
+    folder: Path
+    parts: list[PartResult] = field(default_factory=list)
+    error: str | None = None  # no file, it does not import, or its run stopped
+    sandbox: str = "not sandboxed: graded in the grader's own process"
+
+    @property
+    def points(self) -> int:
+        return sum(p.points for p in self.parts)
+
+    @property
+    def max_points(self) -> int:
+        return sum(p.max_points for p in self.parts)
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and self.points == self.max_points
+
+
+# --- the grading loop, the same for every way of running ---------------------------------------
+
+
+def _run_parts(
+    assignment: Assignment, folder: Path, start: Callable[[], Session], seconds: float
+) -> Grade:
+    """Every part of assignment, each check calling the student's code through a session.
+
+    start() opens a session with the student's file imported; when a run stops (a crash, the
+    time limit), its part scores 0 and the next part gets a fresh run.
+    """
+    result = Grade(assignment.name, folder)
+    session: Session | None = None
+    try:
+        for index, part in enumerate(assignment.parts):
+            if session is None or session.ended:
+                if session is not None:  # the previous part ended the run
+                    last = assignment.parts[index - 1].title
+                    result.error = result.error or f"part {index} ({last}): {session.ended}"
+                session, problem = _open(start, assignment, seconds)
+                if problem:
+                    result.error = problem
+                    result.parts += [PartResult(p.title, 0, p.points, problem)
+                                     for p in assignment.parts[index:]]  # fmt: skip
+                    break
+            session.begin(seconds)
+            passed, message = _check(part.check, session.module, seconds)
+            result.parts.append(PartResult(part.title, part.points if passed else 0, part.points, message))  # fmt: skip
+    finally:
+        if session is not None:
+            session.close()
+    return result
+
+
+def _check(check: Callable[[RemoteModule], tuple[bool, str]], module: RemoteModule, seconds: float) -> tuple[bool, str]:  # fmt: skip
+    try:
+        return check(module)
+    except Stopped as exc:
+        return False, str(exc)
+    except _PartTimeout:
+        return False, f"stopped after {seconds:g} s: is there an endless loop?"
+    except Exception as exc:  # the student's exception, rebuilt, escaped a check's own steps
+        return False, f"it raised {type(exc).__name__}: {exc}"
+
+
+def _open(start: Callable[[], Session], assignment: Assignment, seconds: float) -> tuple[Session, str | None]:  # fmt: skip
+    """A session with the student's file imported, or (the session, why the file did not import)."""
+    session = start()
+    file = assignment.file
+    try:
+        session.begin(STARTUP_SECONDS)
+        session.start()
+        session.begin(seconds)
+        session.module = session.load(session.file, session.module_name)
+    except Stopped as exc:
+        return session, f"{file} does not import: {exc}"
+    except _PartTimeout:
+        return session, f"{file} does not import: stopped after {seconds:g} s: is there an endless loop?"  # fmt: skip
+    except Exception as exc:  # the student's exception, rebuilt
+        where = f" (line {exc.lineno})" if type(exc).__name__ == "SyntaxError" else ""
+        rule = ""
+        if type(exc).__name__ == "ModuleNotFoundError" and any(f"'{n}" in str(exc) for n in FORBIDDEN):  # fmt: skip
+            rule = f" (the rules: torch only; the grader runs it without {', '.join(FORBIDDEN)})"
+        return session, f"{file} does not import: {type(exc).__name__}{where}: {exc}{rule}"
+    return session, None
+
+
+def _folder_and_assignment(folder: str | Path, name: str | None) -> tuple[Path, Assignment]:
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no folder {folder}")
+    return folder, get(name or which(folder))
+
+
+# --- in this process -------------------------------------------------------------------------
+
+
+class _PartTimeout(BaseException):  # not Exception: neither call_safely nor the worker takes it
+    pass
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Raise _PartTimeout after seconds (POSIX main thread only; elsewhere no limit)."""
+    usable = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
+    if not usable or not seconds:
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _PartTimeout
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class _Capped(io.TextIOBase):
+    """A text sink that keeps the first KEPT_OUTPUT characters written to it and drops the rest."""
+
+    def __init__(self, limit: int = KEPT_OUTPUT):
+        self.kept, self.limit = [], limit
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        room = self.limit - sum(map(len, self.kept))
+        if room > 0:
+            self.kept.append(text[:room])
+        return len(text)
+
+
+class _LocalSession(Session):
+    """A session whose worker runs in this process, each step under SIGALRM's time limit."""
+
+    def request(self, op: str, message: dict, tensors: dict | None = None) -> tuple[dict, dict]:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise _PartTimeout
+        quiet = _Capped()  # the student's prints and progress bars stay out of the report
+        with _time_limit(left), contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):  # fmt: skip
+            return super().request(op, message, tensors)
+
+
+_counter = itertools.count()
+
+
+def grade(folder: str | Path, name: str | None = None, seconds: float = PART_SECONDS) -> Grade:
+    """Grade the submission in folder in this process: every part, with points and a verdict.
+
+    Quick, for the tests and a student's own checks; not isolated at all (the student's code runs
+    in this process, and may import minibert). grade_isolated is the command's.
+    """
+    folder, assignment = _folder_and_assignment(folder, name)
+    if not (folder / assignment.file).is_file():
+        return _missing(assignment, folder, "not sandboxed: graded in the grader's own process")
+
+    def start() -> Session:
+        transport = LocalTransport(passthrough=(_PartTimeout,))
+        session = transport.session = _LocalSession(transport)
+        session.module_name = f"minibert_submission_{next(_counter)}_{Path(assignment.file).stem}"
+        session.file = str((folder / assignment.file).resolve())
+        return session
+
+    return _run_parts(assignment, folder, start, seconds)
+
+
+def _missing(assignment: Assignment, folder: Path, sandbox: str) -> Grade:
+    error = f"{folder / assignment.file} is missing; `minibert assignment new {assignment.name} DIR` writes it"  # fmt: skip
+    parts = [PartResult(p.title, 0, p.points, error) for p in assignment.parts]
+    return Grade(assignment.name, folder, parts, error, sandbox)
+
+
+# --- in a child process, sandboxed when bubblewrap works -----------------------------------------
+
+_probed: dict[str, str | None] = {}
+
+
+def sandbox_problem() -> str | None:
+    """None when bubblewrap can sandbox here; else "not sandboxed: why; how to get one"."""
+    if not sys.platform.startswith("linux"):
+        return f"not sandboxed: bubblewrap needs Linux; {HOW}"
+    found = shutil.which(BWRAP) if BWRAP else None
+    if not found:
+        return f"not sandboxed: bwrap was not found; {HOW}"
+    if found not in _probed:
+        command = [found, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=30)
+            said = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+            _probed[found] = None if done.returncode == 0 else said
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            _probed[found] = str(exc)
+    if _probed[found]:
+        return (f"not sandboxed: bwrap cannot make namespaces here ({_probed[found]}); allow "
+                "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
+                f"kernel.apparmor_restrict_unprivileged_userns=0), or {HOW}")  # fmt: skip
+    return None
+
+
+def _binds() -> list[str]:
+    """bwrap's arguments for the read-only system: libraries, Python, its packages, less FORBIDDEN."""
+    args: list[str] = []
+    for path in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for path in ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group", "nsswitch.conf"):  # fmt: skip
+        args += ["--ro-bind-try", f"/etc/{path}", f"/etc/{path}"]
+    python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+              str(Path(os.path.realpath(sys.executable)).parent.parent)}  # fmt: skip
+    python |= {p for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and os.path.isdir(p)}  # fmt: skip
+    bound: list[str] = ["/usr"]
+    for path in sorted(python, key=len):
+        if not any(path == b or path.startswith(b.rstrip("/") + "/") for b in bound):
+            args += ["--ro-bind", path, path]
+            bound.append(path)
+    import importlib.util
+
+    for name in FORBIDDEN:  # hidden under an empty folder wherever a bound path holds them
+        spec = importlib.util.find_spec(name)
+        for place in map(str, (spec.submodule_search_locations or []) if spec else []):
+            if any(place.startswith(b.rstrip("/") + "/") for b in bound):
+                args += ["--tmpfs", place]
+    return args
+
+
+def _command(copy: Path, memory_mb: int, token: str, sandboxed: bool) -> list[str]:
+    worker_file = str(Path(__file__).with_name("worker.py"))
+    if not sandboxed:
+        return [sys.executable, "-I", worker_file, str(memory_mb)]
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", ENV_TOKEN: token,
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # fmt: skip
+    args = [shutil.which(BWRAP), "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]  # fmt: skip
+    for key, value in env.items():
+        args += ["--setenv", key, value]
+    args += _binds()
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
+             "--bind", str(copy), "/submission", "--ro-bind", worker_file, "/grader/worker.py",
+             "--chdir", "/submission", sys.executable, "-I", "/grader/worker.py", str(memory_mb)]  # fmt: skip
+    return args
+
+
+def _private_copy(folder: Path, into: Path) -> None:
+    """Copy folder's files and folders into into (links as links; pipes, devices left out)."""
+    total = 0
+    for root, dirs, files in os.walk(folder):
+        target = into / Path(root).relative_to(folder)
+        for name in dirs + files:
+            source, there = Path(root) / name, target / name
+            if source.is_symlink():
+                os.symlink(os.readlink(source), there)
+            elif source.is_dir():
+                there.mkdir()
+            elif source.is_file():
+                total += source.stat().st_size
+                if total > COPY_BYTES:
+                    raise ValueError(f"{folder} holds more than {COPY_BYTES // 2**20} MB; keep only the code in it")  # fmt: skip
+                shutil.copyfile(source, there)
+
+
+def _kill_all(child: subprocess.Popen, token: str) -> None:
+    """Kill the child's process group, then every process carrying token in its environment."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        child.kill()
+    child.wait()
+    if not os.path.isdir("/proc/self"):
+        return
+    needle = f"{ENV_TOKEN}={token}".encode()
+    for _ in range(20):  # a fork loop may add processes while we kill
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            with contextlib.suppress(OSError):
+                if needle in Path(f"/proc/{pid}/environ").read_bytes():
+                    found.append(int(pid))
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if not found:
+            return
+
+
+def _start_process(copy: Path, assignment: Assignment, memory_mb: int, sandboxed: bool) -> Session:
+    token = uuid.uuid4().hex
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.update({ENV_TOKEN: token, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+    child = subprocess.Popen(
+        _command(copy, memory_mb, token, sandboxed), cwd=copy, env=env, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    session = Session(ProcessTransport(child, lambda: _kill_all(child, token)))
+    session.module_name, session.file = Path(assignment.file).stem, assignment.file
+    return session
+
+
+def grade_isolated(
+    folder: str | Path,
+    name: str | None = None,
+    seconds: float = PART_SECONDS,
+    memory_mb: int = MEMORY_MB,
+) -> Grade:
+    """Grade a submission in a run of its own: sandboxed by bubblewrap where it works.
+
+    The worker runs on a private copy of the folder, with a time limit on its start, on importing
+    the file and on each part, and memory_mb of address space beyond Python and torch. Nothing it
+    does reaches the grader, another submission or the next part's run; a run that stops (an
+    exit, a crash, a hang, a malformed frame) scores its part 0 and the next part starts afresh.
+    The Grade's sandbox says "bubblewrap", or "not sandboxed: ..." with how to get one.
+    """
+    if seconds <= 0 or memory_mb < MIN_MEMORY_MB:
+        raise ValueError(f"seconds must be positive and memory_mb at least {MIN_MEMORY_MB}, got {seconds} and {memory_mb}")  # fmt: skip
+    folder, assignment = _folder_and_assignment(folder, name)
+    problem = sandbox_problem()
+    sandbox = problem or "bubblewrap"
+    if not (folder / assignment.file).is_file():
+        return _missing(assignment, folder, sandbox)
+    with tempfile.TemporaryDirectory(prefix="minibert-grading-") as tmp:
+        copies = itertools.count()
+
+        def start() -> Session:
+            copy = Path(tmp) / f"run{next(copies)}"  # each run starts from the folder as handed in
+            copy.mkdir()
+            _private_copy(folder, copy)
+            return _start_process(copy, assignment, memory_mb, problem is None)
+
+        try:
+            result = _run_parts(assignment, folder, start, seconds)
+        except ValueError as exc:  # the folder is too big to copy
+            result = Grade(assignment.name, folder, error=str(exc))
+            result.parts = [PartResult(p.title, 0, p.points, str(exc)) for p in assignment.parts]
+        result.sandbox = sandbox
+        with contextlib.suppress(OSError):  # files the submission made read-only
+            for root, dirs, _ in os.walk(tmp):
+                for d in dirs:
+                    os.chmod(os.path.join(root, d), 0o700)
+    return result
+
+
+def grade_many(
+    folders: list[str | Path],
+    name: str | None = None,
+    seconds: float = PART_SECONDS,
+    memory_mb: int = MEMORY_MB,
+    jobs: int = 1,
+) -> Iterator[Grade]:
+    """grade_isolated on each folder, jobs at a time, yielding the grades in the folders' order.
+
+    A folder that cannot be graded (not a folder, no assignment in it) gets a row saying why.
+    """
+
+    def one(folder: str | Path) -> Grade:
+        try:
+            return grade_isolated(folder, name, seconds, memory_mb)
+        except (ValueError, OSError) as exc:
+            return Grade("?", Path(folder), error=str(exc), sandbox=sandbox_problem() or "bubblewrap")  # fmt: skip
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        yield from pool.map(one, folders)
