@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 
 from minibert import cli
 from minibert.teaching import assignments
+from minibert.teaching.assignments import remote, runner, worker
 
 SOLUTIONS = Path(__file__).parent / "assignments"
 
@@ -303,10 +305,10 @@ def test_assignment_found_without_the_marker_and_endless_loops_stopped(tmp_path)
         "    return F.cross_entropy(", "    while True:\n        pass\n    return F.cross_entropy("
     )
     (folder / "masking.py").write_text(text, encoding="utf-8")  # no marker file
-    result = assignments.grade(folder, seconds=1)
+    result = assignments.grade(folder, seconds=5)  # the masking procedure's part takes about 1 s
     assert result.assignment == "masking"
     assert part(result, "MLM loss").points == 0
-    assert "stopped after 1 s" in part(result, "MLM loss").message
+    assert "stopped after 5 s" in part(result, "MLM loss").message
     assert part(result, "masking procedure").points == 4
 
 
@@ -488,7 +490,7 @@ def grade_class(tmp: Path, folders: list[Path], env: dict | None = None) -> dict
     table, saved = tmp / "grades.csv", tmp / "report.txt"
     table.write_text("old grades\n", encoding="utf-8")
     command = [sys.executable, "-m", "minibert", "assignment", "grade", *map(str, folders),
-               "--csv", str(table), "--seconds", "15", "--jobs", "2"]  # fmt: skip
+               "--csv", str(table), "--seconds", "10", "--jobs", "2"]  # fmt: skip
     started = time.monotonic()
     with saved.open("wb") as out:
         code = subprocess.run(command, stdout=out, stderr=subprocess.PIPE, env=env, timeout=600).returncode  # fmt: skip
@@ -512,7 +514,7 @@ def sandboxed_class(tmp_path_factory):
     root = tmp / "class"
     folders = faulty(root)
     folders += [student(root, who, top) for who, top in hostile(root).items()]
-    honest = [student(root, f"z_reference_{n}") for n in range(5)]
+    honest = [student(root, f"z_reference_{n}") for n in range(3)]
     honest += [assignments.new("attention", root / f"z_skeleton_{n}") for n in range(2)]
     before = {p: p.read_bytes() for p in PACKAGE.glob("*.py")}
     on_disk = {f: (f / "attention.py").read_bytes() for f in honest}
@@ -543,7 +545,7 @@ def test_a_class_with_every_kind_of_fault_gets_a_row_each(sandboxed_class):
     assert total["d_reference"] == "10"  # graded after c_dtype's float64 default, unharmed
     assert total["e_patch"] == "0" and "No module named 'minibert" in rows["e_patch"]["error"]
     assert total["f_skeleton"] == "0"
-    assert "stopped after 15 s" in rows["g_loop_at_import"]["error"] and total["g_loop_at_import"] == "0"  # fmt: skip
+    assert "stopped after 10 s" in rows["g_loop_at_import"]["error"] and total["g_loop_at_import"] == "0"  # fmt: skip
     assert total["h_interrupt"] == "0" and "KeyboardInterrupt" in rows["h_interrupt"]["error"]
     assert total["i_helpers"] == "10"  # its folder is on sys.path
     assert total["j_huge_print"] == "10"
@@ -567,7 +569,7 @@ def test_g1_forged_events_score_nothing(sandboxed_class):
 def test_g2_unknown_key_is_that_submissions_failure(sandboxed_class):
     row = sandboxed_class["rows"]["g2_unknown_key"]
     assert row["total"] == "0" and "malformed" in row["error"]
-    assert all(sandboxed_class["rows"][f"z_reference_{n}"]["total"] == "10" for n in range(5))
+    assert all(sandboxed_class["rows"][f"z_reference_{n}"]["total"] == "10" for n in range(3))
 
 
 @needs_bwrap
@@ -582,7 +584,7 @@ def test_g2_sigterm_to_the_parent_ends_nothing_but_its_own_run(sandboxed_class):
 def test_g3_classmates_files_are_out_of_reach(sandboxed_class):
     rows = sandboxed_class["rows"]
     assert sandboxed_class["classmates_changed"] == []
-    assert [rows[f"z_reference_{n}"]["total"] for n in range(5)] == ["10"] * 5
+    assert [rows[f"z_reference_{n}"]["total"] for n in range(3)] == ["10"] * 3
     assert [rows[f"z_skeleton_{n}"]["total"] for n in range(2)] == ["0"] * 2
     assert rows["g3_classmates"]["total"] == "10"  # its own work is the reference
 
@@ -608,7 +610,8 @@ def test_d4_the_report_is_written_by_the_grader_alone(sandboxed_class):
     assert b"\0" not in report
     assert report.count(b"total: ") == sandboxed_class["count"]  # one per row, none forged
     assert report.count(b"total: 10/10") == sum(r["total"] == "10" for r in sandboxed_class["rows"].values())  # fmt: skip
-    assert sandboxed_class["rows"]["d4_proc_stdout"]["total"] in ("0", "10")
+    row = sandboxed_class["rows"]["d4_proc_stdout"]  # its junk reached its own channel only
+    assert row["total"] == "0" and "malformed frame" in row["error"]
 
 
 @needs_bwrap
@@ -621,15 +624,14 @@ def test_h2_no_process_outlives_grading(sandboxed_class):
 def test_without_bubblewrap_the_class_is_graded_and_every_row_says_not_sandboxed(tmp_path):
     """bwrap hidden (a PATH without it): the class that is safe to run without a sandbox."""
     root = tmp_path / "class"
+    # without a sandbox these would reach the grader, classmates, the package, the report
     unsafe = {"g2_sigterm_parent", "g3_classmates", "g4_edit_package", "g5_reference_by_path", "d4_proc_stdout"}  # fmt: skip
     folders = [
-        student(root, "a_exit0", "import sys\nsys.exit(0)\n"),
         student(
             root,
             "b_os_exit",
             text=ATTENTION.replace(KEEP, "    import os\n\n    os._exit(0)\n" + KEEP),
         ),
-        student(root, "l_exit3", text=ATTENTION.replace(KEEP, "    raise SystemExit(3)\n" + KEEP)),
         *(student(root, who, top) for who, top in hostile(root).items() if who not in unsafe),
         student(root, "z_reference"),
         assignments.new("attention", root / "z_skeleton"),
@@ -641,7 +643,7 @@ def test_without_bubblewrap_the_class_is_graded_and_every_row_says_not_sandboxed
     assert all(r["sandbox"].startswith("not sandboxed: bwrap was not found") for r in rows.values())
     assert "install bubblewrap" in rows["z_reference"]["sandbox"]
     assert graded["report"].count(b"not sandboxed") >= len(folders)
-    assert total == {"a_exit0": "0", "b_os_exit": "9", "l_exit3": "9", "g1_forged_events": "0",
+    assert total == {"b_os_exit": "9", "g1_forged_events": "0",
                      "g2_unknown_key": "0", "g5_imports_reference": "0", "h2_setsid_children": "10",
                      "h2_fork_loop": "10", "z_reference": "10", "z_skeleton": "0"}  # fmt: skip
     assert "the rules: torch only" in rows["g5_imports_reference"]["error"]
@@ -651,10 +653,12 @@ def test_without_bubblewrap_the_class_is_graded_and_every_row_says_not_sandboxed
 def test_time_limit_holds_against_a_bare_except(tmp_path):
     keep = "    keep = attention_mask[:, None, None, :].bool()"
     loop = "    while True:\n        try:\n            pass\n        except:  # noqa: E722\n            pass\n"
-    folder = student(tmp_path, "bare", text=ATTENTION.replace(keep, loop + keep))
+    top = _spawn(detach=True, count=3)  # and processes that would outlive it
+    folder = student(tmp_path, "bare", top, text=ATTENTION.replace(keep, loop + keep))
     result = assignments.grade_isolated(folder, seconds=2)
-    assert [p.points for p in result.parts][:2] == [3, 0]  # the first part still counts
+    assert [p.points for p in result.parts] == [3, 0, 2, 4]  # parts 3 and 4 get a fresh run
     assert "stopped after 2 s" in result.parts[1].message
+    assert _processes_with(MARKER) == []
 
 
 def test_seconds_must_be_positive_and_the_csv_folder_must_exist(tmp_path, capsys):
@@ -688,3 +692,112 @@ def test_memory_limit_scores_the_part_zero_and_grading_goes_on(tmp_path):
     result = assignments.grade_isolated(folder, seconds=60, memory_mb=2048)
     assert [p.points for p in result.parts] == [3, 0, 2, 4]
     assert "MemoryError" in result.parts[1].message  # the limit, not the machine, said no
+
+
+# --- the channel: a reply is outputs, never a score (#40) ----------------------------------------
+
+
+class _Replies:
+    """A transport whose worker answers with the given frames, whatever it is asked."""
+
+    def __init__(self, *frames: bytes):
+        self.frames, self.closed = list(frames), False
+
+    def send(self, frame: bytes, deadline: float) -> None:
+        pass
+
+    def receive(self, deadline: float) -> tuple[dict, dict]:
+        frame = self.frames.pop(0)
+        text_size, blob_size = worker.HEADER.unpack(frame[: worker.HEADER.size])
+        body = frame[worker.HEADER.size :]
+        return worker.decode_body(body[:text_size], body[text_size : text_size + blob_size])
+
+    def why_ended(self) -> str:
+        return "gone"
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _frame(message: dict) -> bytes:
+    text = json.dumps(message).encode()
+    return worker.HEADER.pack(len(text), 0) + text
+
+
+def test_g1_a_forged_reply_is_an_output_never_a_score():
+    """A reply names a value; a frame claiming points, a part or an extra column is malformed."""
+    forged = [
+        {"part": {"title": "bonus", "points": 1050, "max_points": 10, "message": "ok"}},
+        {"value": 10, "points": 10},
+        {"done": True},
+    ]
+    for message in forged:
+        transport = _Replies(_frame(message))
+        session = remote.Session(transport)
+        session.begin(5)
+        with pytest.raises(remote.Stopped, match="malformed frame"):
+            session.call(0, None, (), {})
+        assert transport.closed  # the run is ended, not left running (H2)
+    session = remote.Session(_Replies(_frame({"value": {"tuple": [3, "points"]}})))
+    session.begin(5)
+    assert session.call(0, None, (), {}) == (3, "points")  # what the student's code returned
+
+
+def test_g2_malformed_frames_are_the_submissions_failure():
+    """Damaged text, tensors, tags and nesting: each a Stopped for that run, never a traceback."""
+    deep = {"list": [None]}
+    for _ in range(100):
+        deep = {"list": [deep]}
+    bad = [
+        worker.HEADER.pack(4, 0) + b"\xff\xfe{]",  # not UTF-8
+        worker.HEADER.pack(2, 0) + b"[]",  # not an object
+        worker.HEADER.pack(12, 5) + b'{"value": 1}' + b"\0\0\0\0\0",  # damaged tensors
+        _frame({"value": {"tensor": "7"}}),  # a tensor it did not send
+        _frame({"value": {"eval": "1+1"}}),  # an unknown tag
+        _frame({"value": deep}),  # nested too deeply
+        _frame({"raised": "TypeError"}),  # not [type, message]
+        _frame({"value": 1, "bonus": 5}),  # an unknown key (G2)
+    ]
+    for frame in bad:
+        session = remote.Session(_Replies(frame))
+        session.begin(5)
+        with pytest.raises(remote.Stopped, match="malformed frame"):
+            session.call(0, None, (), {})
+        assert session.ended and "malformed" in session.ended
+    exc = remote.rebuilt("RuntimeError", "line one\n  total: 10/10\x00")  # its text, one line
+    assert isinstance(exc, RuntimeError) and str(exc) == "line one   total: 10/10 "
+
+
+def test_without_bwrap_rows_and_report_say_not_sandboxed(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(runner, "BWRAP", None)  # as on macOS, Windows, or Linux without it
+    problem = assignments.sandbox_problem()
+    assert problem.startswith("not sandboxed: bwrap was not found") and "apt-get install bubblewrap" in problem  # fmt: skip
+    result = assignments.grade_isolated(student(tmp_path, "hw"))
+    assert result.points == 10 and result.sandbox == problem
+    assignments.report(result)
+    assert "not sandboxed: bwrap was not found" in capsys.readouterr().out
+
+
+def test_c3_a_csv_that_cannot_be_written_is_refused_before_grading(tmp_path, capsys):
+    folder = student(tmp_path, "hw")
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    for place, says in ((tmp_path, "is a folder"), (tmp_path / "afile" / "g.csv", "not a writable folder")):  # fmt: skip
+        assert cli.main(["assignment", "grade", str(folder), "--csv", str(place)]) == 2
+        out, err = capsys.readouterr()
+        assert says in err and len(err.strip().splitlines()) == 1  # one line
+        assert "total:" not in out  # nothing graded
+    assert not (tmp_path / "afile").is_dir()
+
+
+def test_u5_a_memory_limit_counts_beyond_torch_and_too_small_ones_are_refused(tmp_path, capsys):
+    folder = student(tmp_path, "hw")
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["assignment", "grade", str(folder), "--memory-mb", "300"])
+    assert stop.value.code == 2
+    out, err = capsys.readouterr()
+    assert f"must be an int >= {assignments.MIN_MEMORY_MB}" in err and "Python and torch" in err
+    assert "total:" not in out
+    with pytest.raises(ValueError, match="memory_mb at least"):
+        assignments.grade_isolated(folder, memory_mb=300)
+    result = assignments.grade_isolated(folder, memory_mb=assignments.MIN_MEMORY_MB)
+    assert result.points == 10, [p.message for p in result.parts]  # the reference, in full
