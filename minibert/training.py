@@ -579,24 +579,18 @@ def _forward_backward(
     parts = o.grad_accum_steps * processes
     draw = _micro_batch_drawer(train_data, o, step, lengths)
     collate = collate_fn or (lambda items: items)
-    counts, prebuilt = _step_label_counts(draw, o.grad_accum_steps, collate, parts)
-    local = {key: sum(c.get(key, 0) for c in counts) for c in counts for key in c}
+    local, prebuilt = _step_label_counts(draw, o.grad_accum_steps, collate, parts)
     totals = distributed.all_sum(local)  # the step's labels in every process
-    loss_value = 0.0
-    for micro, count in enumerate(counts):
+    loss_value, seen = 0.0, {}
+    for micro in range(o.grad_accum_steps):
         batch = prebuilt[micro] if prebuilt else collate(draw(micro))
-        if not prebuilt and parts > 1 and label_counts(batch) != count:
-            raise TrainingError(
-                f"micro-batch {micro + 1} of step {step + 1}: its examples hold {count} labels, "
-                f"its collated batch {label_counts(batch)}; the loop counts the labels from the "
-                "examples, so train_data[i] must give the same example each time and collate_fn "
-                "may only pad labels with IGNORE_INDEX"
-            )
+        count = label_counts(batch)
+        seen = _add(seen, count)
         if device.type != "cpu" and hasattr(model, "check_batch"):  # what forward skips there
             model.check_batch(batch)  # on the host, before the batch moves
         batch = _to_device(batch, device)
         bf16 = torch.autocast(device.type, torch.bfloat16, enabled=o.precision == "bf16")
-        with distributed.no_sync(forward, last=micro == len(counts) - 1):
+        with distributed.no_sync(forward, last=micro == o.grad_accum_steps - 1):
             with bf16:
                 out = forward(**batch, **(forward_kwargs or {}))
             loss = out.loss if parts == 1 else _share(out, count, totals, parts)
@@ -607,23 +601,40 @@ def _forward_backward(
                 )
             (loss * processes).backward()  # DDP averages the processes' gradients: undo the 1/N
         loss_value += loss.item()
+    differ = [key for key in {*seen, *local} if seen.get(key, 0) != local.get(key, 0)]
+    if parts > 1 and differ:  # raised before the update: the step is not taken
+        raise TrainingError(
+            f"step {step + 1}: its micro-batches hold {seen} labels once collated, {local} when "
+            "counted from their examples; the loop weights each label by the second count, so "
+            "train_data[i] must give the same example each time and collate_fn may only pad "
+            "labels with IGNORE_INDEX"
+        )
     return distributed.all_sum({"loss": loss_value})["loss"]  # the whole step's loss
 
 
 def _step_label_counts(
     draw: Callable[[int], list], micro_batches: int, collate: Callable, parts: int
-) -> tuple[list[dict[str, int]], list | None]:
-    """Each micro-batch's label counts (needed before the first backward), and the collated
-    micro-batches when they had to be built to count them (examples that are not dicts of labels).
+) -> tuple[dict[str, int], list | None]:
+    """The labels of the step's micro-batches (needed before the first backward), counted from
+    their examples; and the collated micro-batches where they had to be built to count them
+    (examples that are not dicts of labels). One micro-batch in one process needs no count."""
+    local: dict[str, int] = {}
+    for micro in range(micro_batches if parts > 1 else 0):
+        count = _example_label_counts(draw(micro))
+        if count is None:
+            prebuilt = [collate(draw(m)) for m in range(micro_batches)]
+            return _add({}, *map(label_counts, prebuilt)), prebuilt
+        local = _add(local, count)
+    return local, None
 
-    One micro-batch in one process needs no counts: its loss is the model's own mean."""
-    if parts == 1:
-        return [{}], None
-    counts = [_example_label_counts(draw(micro)) for micro in range(micro_batches)]
-    if all(count is not None for count in counts):
-        return counts, None
-    prebuilt = [collate(draw(micro)) for micro in range(micro_batches)]
-    return [label_counts(batch) for batch in prebuilt], prebuilt
+
+def _add(*counts: dict[str, int]) -> dict[str, int]:
+    """Label counts added up, key by key (the keys that count labels)."""
+    total: dict[str, int] = {}
+    for count in counts:
+        for key, n in count.items():
+            total[key] = total.get(key, 0) + n
+    return total
 
 
 # a batch's label tensor -> the output's loss that averages over it (the first one present)
@@ -660,7 +671,7 @@ def _share(out: Any, count: dict[str, int], totals: dict[str, int], parts: int) 
     loss = out.loss / parts
     for key, n in count.items():
         names = [name for name in LABELS[key] if getattr(out, name, None) is not None]
-        if names and totals[key]:
+        if names and totals.get(key):
             loss = loss + getattr(out, names[0]) * (n / totals[key] - 1 / parts)
     return loss
 
