@@ -30,6 +30,7 @@ import torch
 from minibert import corpora, pretraining, set_seed
 from minibert.model import BertForPreTraining
 from minibert.recipes.outputs import add_to_manifest
+from minibert.teaching.baselines import TopicBaseline, mlm_baselines
 from minibert.tokenization import BertTokenizer
 from minibert.training import evaluate
 
@@ -140,7 +141,7 @@ def nsp_measures(model, tok, recipe: dict) -> dict:
         data = pretraining.PretrainingDataset.from_tokenizer(held_pairs, tok, dynamic=False, seed=1)
         labels = [p.next_sentence_label for p in held_pairs]
         majority = max(set(labels), key=labels.count)
-        topic = pretraining.TopicBaseline(train_docs).fit(train_pairs)
+        topic = TopicBaseline(train_docs).fit(train_pairs)
         results[name] = {
             "pairs": len(held_pairs),
             "model": measure(model, data, tok)["nsp_accuracy"],
@@ -176,7 +177,7 @@ def main() -> None:
     set_seed(0)
     untrained = measure(BertForPreTraining(model.config), heldout, tok)
     train_docs = pretraining.tokenize_documents(corpora.wikipedia_articles("train"), tok)
-    baselines = pretraining.mlm_baselines(items, train_docs, tok)
+    baselines = mlm_baselines(items, train_docs, tok)
     n_mask = sum(i == tok.mask_token_id for item in items for i in item["input_ids"])
     n_chosen = sum(lab != -100 for item in items for lab in item["mlm_labels"])
 

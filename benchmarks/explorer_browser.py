@@ -24,11 +24,11 @@ nb = {
             "metadata": {},
             "outputs": [],
             "source": [
-                "import minibert\nfrom minibert import assets, viz\n",
+                "import minibert\nfrom minibert import assets\nfrom minibert.teaching.explorer import explore\n",
                 "folder = assets.path('minilm')\n",
                 "model = minibert.BertModel.from_pretrained(folder).eval()\n",
                 "tok = minibert.BertTokenizer.from_pretrained(folder)\n",
-                "explorer = viz.explore(model, tok, 'The bank raised its interest rates.', 'We sat on the bank of the river.')\n",
+                "explorer = explore(model, tok, 'The bank raised its interest rates.', 'We sat on the bank of the river.')\n",
                 "explorer",
             ],
         }

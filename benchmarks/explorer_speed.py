@@ -26,6 +26,7 @@ import torch  # noqa: E402
 
 import minibert  # noqa: E402
 from minibert import assets, corpora, viz  # noqa: E402
+from minibert.teaching.explorer import AttentionExplorer, explore  # noqa: E402
 
 RESULT = Path(__file__).parent / "results" / "explorer_speed.json"
 TEXTS = ("The bank raised its interest rates.", "We sat on the bank of the river.")
@@ -53,7 +54,7 @@ def main() -> None:
     long_text = " ".join(corpora.wikipedia_articles("heldout")[0].paragraphs)
     rows = []
     for name, texts in (("pair", TEXTS), ("long", (long_text,))):
-        e = viz.explore(model, tok, *texts)
+        e = explore(model, tok, *texts)
         for view, head in (("heatmap", 0), ("heatmap", "all"), ("head view", 0),
                            ("head view", "all"), ("model view", 0)):  # fmt: skip
             e.view.value, e.head.value = view, head
@@ -63,7 +64,7 @@ def main() -> None:
         e.start.value = e.start.max // 2  # the window moved to the middle: the same cost
         rows.append({"text": name, "tokens": len(e.tokens), "view": "model view, window moved",
                      "head": 0, "seconds": median_seconds(e.redraw)})  # fmt: skip
-    e = viz.explore(model, tok, *TEXTS)
+    e = explore(model, tok, *TEXTS)
     old = {
         "all heads, one Axes per head (attention_heads)": lambda: render(
             viz.attention_heads(e.attentions, e.tokens, 0)
@@ -80,7 +81,7 @@ def main() -> None:
             "torch": torch.__version__,
             "threads": torch.get_num_threads(),
         },  # fmt: skip
-        "window": viz.AttentionExplorer.WINDOW,
+        "window": AttentionExplorer.WINDOW,
         "redraw": rows,
         "labelled_figures": before,
     }

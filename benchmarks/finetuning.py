@@ -43,6 +43,7 @@ import torch
 from minibert import assets, corpora, finetuning, recipes, tasks
 from minibert.model import BertModel
 from minibert.recipes import finetune
+from minibert.teaching.baselines import BagOfWords, capitalisation_baselines
 from minibert.tokenization import BertTokenizer
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -73,7 +74,7 @@ def baselines(train, dev, test) -> dict:
     rows = {}
     majority = max((0, 1), key=[r.label for r in train].count)
     rows["majority class"] = accuracy(torch.full((len(test),), majority), test)
-    bow = finetuning.BagOfWords([r.text for r in train])
+    bow = BagOfWords([r.text for r in train])
     x_train, x_dev, x_test = (bow([r.text for r in s]) for s in (train, dev, test))
     fits = {
         l2: finetuning.fit_logistic_regression(x_train, [r.label for r in train], l2=l2)
@@ -138,7 +139,7 @@ def capitalisation(work: Path, seeds: int) -> dict:
     """The token task in the course checkpoint's domain: course against scratch, and two rules."""
     tok = BertTokenizer.from_pretrained(assets.course_checkpoint())
     train, _, test = tasks.get("capitalisation").datasets(tok, 64, None, 0)
-    rows: dict = {"rules": finetuning.capitalisation_baselines(train.items, test.items, tok)}
+    rows: dict = {"rules": capitalisation_baselines(train.items, test.items, tok)}
     for name in ("scratch", "course"):
         for examples, steps in CAPITALISATION.items():
             runs = []
@@ -274,7 +275,7 @@ def plot(results: dict, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    from minibert import viz
+    from minibert.teaching import figures
 
     short = {"majority class": "majority class", "bag of words": "bag of words, all examples"}
     lines = {
@@ -283,7 +284,7 @@ def plot(results: dict, path: Path) -> None:
         for prefix, label in short.items()
         if name.startswith(prefix)
     }
-    fig = viz.labelled_examples_curve(results["labelled_examples_curve"], lines)
+    fig = figures.labelled_examples_curve(results["labelled_examples_curve"], lines)
     fig.axes[0].set_title("Rotten Tomatoes: what pretraining is worth")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -41,6 +41,7 @@ def mlm_on_reviews(folder: str) -> dict:
     from minibert import pretraining
     from minibert.model import BertForPreTraining
     from minibert.recipes import load_corpus, model_folder
+    from minibert.teaching.baselines import mlm_baselines
     from minibert.tokenization import BertTokenizer
     from minibert.training import evaluate
 
@@ -51,7 +52,7 @@ def mlm_on_reviews(folder: str) -> dict:
     items = [data[i] for i in range(len(data))]
     collate = lambda batch: pretraining.collate(batch, tok.pad_token_id)  # noqa: E731
     measured = evaluate(model, data, 64, collate, metrics_fn=pretraining.metrics_for(tok))
-    baselines = pretraining.mlm_baselines(items, pretraining.tokenize_documents(train, tok), tok)
+    baselines = mlm_baselines(items, pretraining.tokenize_documents(train, tok), tok)
     return {
         "mask_positions": sum(i == tok.mask_token_id for item in items for i in item["input_ids"]),
         "model": {"top1": measured["mask_accuracy"], "top5": measured["mask_top5"]},

@@ -26,6 +26,7 @@ import torch
 
 from minibert import corpora, pretraining
 from minibert.recipes import RUN_FOLDER, pretrain
+from minibert.teaching.baselines import mlm_baselines
 from minibert.tokenization import BertTokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,7 +87,7 @@ def main() -> None:
     tok = BertTokenizer.from_pretrained(RUNS / some / RUN_FOLDER)
     heldout = pretraining.heldout_dataset(corpora.wikipedia_articles("heldout"), tok, 128, seed=1)
     train_docs = pretraining.tokenize_documents(corpora.wikipedia_articles("train"), tok)
-    baselines = pretraining.mlm_baselines(heldout, train_docs, tok)
+    baselines = mlm_baselines(heldout, train_docs, tok)
 
     results = {
         "what": "held-out top-1/top-5 accuracy at the [MASK] positions and NSP accuracy, every "

@@ -766,16 +766,3 @@ def opinion_scores_with(once=True, smooth=1, plus_vocab=True, sign=1, min_texts=
 def test_check_opinion_scores(fn, passes, hint, capsys):
     assert exercises.check_opinion_scores(fn).passed is passes
     assert hint in capsys.readouterr().out
-
-
-def test_opinion_scores_and_strongest_word():
-    from minibert.finetuning import opinion_scores, strongest_word
-
-    texts = ["a dull dull film", "dull plot", "a great film", "great fun", "a film"]
-    scores = opinion_scores(texts, [0, 0, 1, 1, 1], min_count=2)
-    assert set(scores) == {"a", "dull", "film", "great"}
-    assert scores["great"] > 0 > scores["dull"]
-    assert strongest_word("A DULL but great film", scores) in ("dull", "great")
-    assert strongest_word("nothing known here", scores) is None
-    with pytest.raises(ValueError, match="2 texts but 1 labels"):
-        opinion_scores(["a", "b"], [1])

@@ -346,11 +346,11 @@ def test_assets_list_calls_a_damaged_asset_corrupt(tmp_path, monkeypatch):
 def test_the_explorer_truncates_long_text_and_says_so():
     # defect 9: a text longer than the positions failed silently in JupyterLab's log
     pytest.importorskip("ipywidgets")
-    from minibert import viz
+    from minibert.teaching.explorer import explore
 
     tok = BertTokenizer.from_pretrained(asset_path("minilm"))
     model = BertForMaskedLM(make_tiny_config(vocab_size=len(tok), max_position_embeddings=16))
-    explorer = viz.explore(model, tok, "a short text")
+    explorer = explore(model, tok, "a short text")
     assert explorer.note.value == ""
     explorer.text.value = " ".join(["word"] * 40)
     assert len(explorer.tokens) == 16 and "truncated to the model's 16 positions" in (

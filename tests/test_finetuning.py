@@ -83,20 +83,6 @@ def test_scores():
         finetuning.scores([], [])
 
 
-def test_capitalisation_baselines_score_the_labelled_words(tok):
-    train = finetuning.capitalisation_examples(
-        ["Paris is big.", "Paris is old.", "the paris rules"], tok
-    )
-    test = finetuning.capitalisation_examples(["Paris is in France."], tok)
-    got = finetuning.capitalisation_baselines(train, test, tok)
-    # four labelled words: Paris (1), is (0), in (0), France (1, never seen in train)
-    assert got["always lower-case"] == {
-        "accuracy": 0.5, "f1": 0.0, "confusion": [[2, 0], [2, 0]], "words": 4
-    }  # fmt: skip
-    assert got["per-word majority"]["confusion"] == [[2, 0], [1, 1]]  # Paris right, France not
-    assert got["per-word majority"]["accuracy"] == 0.75
-
-
 def test_capitalisation_labels_come_from_the_text(tok):
     (example,) = finetuning.capitalisation_examples(["The Eiffel Tower, built in 1889."], tok)
     pieces = tok.convert_ids_to_tokens(example["input_ids"])
@@ -209,21 +195,6 @@ def test_bad_arguments_are_one_line_errors(tiny_folder, tmp_path):
     assert done.returncode != 0 and "cannot load the model" in done.stderr
 
 
-def test_bag_of_words_and_logistic_regression_learn_a_separable_task():
-    texts = ["good fun", "a good film", "not good", "bad film", "very bad", "good and fun"] * 5
-    labels = [1, 1, 0, 0, 0, 1] * 5
-    bow = finetuning.BagOfWords(texts, min_count=2)
-    assert "not_good" in bow.index and "good" in bow.index  # bigrams beside unigrams
-    x = bow(texts)
-    assert x.is_sparse and x.shape == (30, len(bow.index))
-    norms = x.to_dense().norm(dim=1)
-    torch.testing.assert_close(norms, torch.ones(30))
-    linear = finetuning.fit_logistic_regression(x, labels, l2=1e-4)
-    assert finetuning.predict(linear, x).tolist() == labels  # "not good" is negative: bigrams
-    with pytest.raises(ValueError, match="occurs"):
-        finetuning.BagOfWords(["a", "b"], min_count=2)
-
-
 def test_logistic_regression_on_dense_features_takes_raw_inputs():
     torch.manual_seed(0)
     x = torch.randn(200, 3) * torch.tensor([100.0, 1.0, 0.01]) + 50  # wildly different scales
@@ -260,8 +231,6 @@ def test_python_api_edge_cases_are_clear_errors(tok):
         finetuning.capitalisation_examples(["Paris is big."], tok, max_length=0)
     with pytest.raises(ValueError, match=r"must be in \[0, 1\]"):
         finetuning.f1_score(2.0, -1.0)
-    with pytest.raises(ValueError, match="n must be a positive int"):
-        finetuning.ngrams("not bad at all", 0)
     with pytest.raises(ValueError, match="num_labels must be at least 2"):
         finetuning.scores([0, 0], [0, 0], 1)
     with pytest.raises(ValueError, match="no texts"):

@@ -229,50 +229,6 @@ def test_sentence_pairs_are_single_sentences_half_next(documents):
     assert any(p.doc_b == p.doc_a for p in pairs if p.next_sentence_label == P.NOT_NEXT)
 
 
-def test_ngram_table_predicts_between_neighbours_and_backs_off():
-    table = P.NgramTable([[[5, 6, 7], [5, 6, 7]], [[5, 8, 9]]])
-    assert table.predict(5, 7) == 6  # seen between 5 and 7
-    assert table.predict(5, 9) == 8
-    assert table.predict(5, 4, unknown=4) == 6  # right neighbour is [MASK]: left bigram, 6 > 8
-    assert table.predict(1, 2) == table.top == 5  # never seen: the most frequent token
-    with pytest.raises(ValueError, match="at least one token"):
-        P.NgramTable([[]])
-
-
-def test_mlm_baselines_score_mask_and_chosen_positions_apart(tok):
-    the, cat = tok.convert_tokens_to_ids(["the", "cat"])
-    cls, sep, mask = tok.cls_token_id, tok.sep_token_id, tok.mask_token_id
-    train = [[[the, cat, the, cat, the]]]
-    item = {  # [CLS] the [MASK] the cat [SEP]: "cat" masked, "cat" kept (copied), "the" random
-        "input_ids": [cls, the, mask, the, cat, sep],
-        "mlm_labels": [-100, -100, cat, cat, cat, -100],
-    }
-    scores = P.mlm_baselines([item], train, tok)
-    assert scores["most_frequent"]["token"] == "the"
-    assert scores["most_frequent"]["mask_accuracy"] == 0.0
-    assert scores["most_frequent"]["mask_top5"] == 1.0
-    assert scores["copy_or_frequent"]["chosen_accuracy"] == pytest.approx(1 / 3)
-    assert scores["ngram"]["mask_accuracy"] == 1.0  # "cat" is what stands between the, the
-    assert scores["ngram"]["chosen_accuracy"] == pytest.approx(2 / 3)
-
-
-def test_topic_baseline_cosine_threshold_and_order_blindness():
-    docs = [[[1, 2, 3], [2, 3, 4]], [[7, 8, 9], [8, 9, 10]]]
-    topic = P.TopicBaseline(docs)
-    assert topic.cosine([1, 2, 3], [1, 2, 3]) == pytest.approx(1.0)
-    assert topic.cosine([1, 2, 3], [7, 8, 9]) == 0.0
-    assert topic.cosine([], [1]) == 0.0
-    assert topic.cosine([1, 2], [2, 3, 4]) == pytest.approx(topic.cosine([2, 3, 4], [1, 2]))
-
-    def pair(a, b, label):
-        return P.PretrainingExample(tuple(a), tuple(b), label, 0, 0, (0, 1), (1, 2))
-
-    pairs = [pair([1, 2, 3], [2, 3, 4], P.IS_NEXT), pair([7, 8, 9], [8, 9, 10], P.IS_NEXT)]
-    pairs += [pair([1, 2, 3], [8, 9, 10], P.NOT_NEXT), pair([7, 8], [2, 3, 4], P.NOT_NEXT)]
-    assert topic.fit(pairs).accuracy(pairs) == 1.0
-    assert 0.0 < topic.threshold < 1.0
-
-
 def test_sentence_order_pairs_are_in_order_or_swapped(documents):
     examples = P.create_examples(documents, max_len=MAX_LEN, objective="sop", seed=0)
     swapped = [e for e in examples if e.next_sentence_label == P.NOT_NEXT]

@@ -12,7 +12,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
-from conftest import make_tiny_config
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
@@ -26,7 +25,7 @@ def close_figures():
     plt.close("all")
 
 
-# --- Lesson 2: attention maps ------------------------------------------------------------------
+# --- attention maps ----------------------------------------------------------------------------
 
 TOKENS = ["[CLS]", "the", "cat", "[SEP]", "it", "[SEP]", "[PAD]", "[PAD]"]
 MASK = torch.tensor([[1, 1, 1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1, 1, 1]])
@@ -293,7 +292,7 @@ def test_tokens_with_dollar_signs_are_shown_verbatim_not_as_math():
     assert fig.axes[0].get_xticklabels()[2].get_parse_math() is False
 
 
-# --- Lesson 3: attention analysis and the explorer ---------------------------------------------
+# --- attention measures ------------------------------------------------------------------------
 
 SPECIAL = {"[CLS]": 101, "[SEP]": 102}
 
@@ -372,24 +371,6 @@ def test_attention_summary_bad_input(call, message):
         call(*planted_attentions())
 
 
-def test_plot_attention_summary_has_one_panel_per_metric():
-    atts, ids, mask = planted_attentions()
-    fig = viz.plot_attention_summary(viz.attention_summary(atts, ids, SPECIAL, mask))
-    assert isinstance(fig, Figure)
-    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
-    assert titles == [
-        "entropy (nats)",
-        "to [CLS]",
-        "to [SEP]",
-        "to self",
-        "to previous",
-        "to next",
-        "distance (tokens)",
-    ]
-    panel = fig.axes[0]
-    assert panel.images[0].get_array().shape == (1, 4)
-
-
 @pytest.fixture(scope="module")
 def minilm_summary():
     """MiniLM's attention over ten Wikipedia sentence pairs."""
@@ -426,176 +407,3 @@ def test_minilm_has_the_kinds_of_heads_clark_et_al_describe(minilm_summary):
     assert s["entropy"].max() > 3.5  # broad heads, near-uniform over ~50 tokens
     layer, head, _ = viz.top_heads(s, "to previous", 1)[0]
     assert s["distance"][layer, head] < 1.5
-
-
-# the explorer
-
-
-@pytest.fixture(scope="module")
-def tiny_model_and_tokenizer():
-    import transformers
-
-    from minibert.assets import path
-    from minibert.model import BertModel
-
-    torch.manual_seed(0)
-    config = make_tiny_config(
-        vocab_size=30522,
-        hidden_size=16,
-        num_heads=4,
-        intermediate_size=32,
-        max_position_embeddings=512,
-    )
-    tokenizer = transformers.BertTokenizerFast.from_pretrained(path("minilm"))
-    return BertModel(config).train(), tokenizer
-
-
-def shown_png(explorer):
-    (output,) = explorer.output.outputs
-    return output["data"]["image/png"]
-
-
-def test_explorer_redraws_when_its_widgets_change(tiny_model_and_tokenizer):
-    model, tokenizer = tiny_model_and_tokenizer
-    e = viz.explore(model, tokenizer, "the cat sat on the mat", "it purred")
-    assert model.training  # the explorer evaluates without changing the model's mode
-    assert e.tokens[0] == "[CLS]" and e.tokens.count("[SEP]") == 2
-    assert e.sentence_b_start == e.tokens.index("[SEP]") + 1
-    first, png = e.figure, shown_png(e)
-    assert first.axes[0].get_title() == "layer 0, head 0"
-
-    e.head.value = 3
-    assert e.figure is not first and e.figure.axes[0].get_title() == "layer 0, head 3"
-    assert not np.array_equal(
-        first.axes[0].images[0].get_array(), e.figure.axes[0].images[0].get_array()
-    )
-    assert shown_png(e) != png
-
-    e.layer.value = 1
-    assert e.figure.axes[0].get_title() == "layer 1, head 3"
-
-    e.head.value = "all"  # one image for all heads of the layer, each panel named
-    grid = e.figure.axes[0]
-    assert [t.get_text() for t in grid.texts] == [f"head {h}" for h in range(4)]
-    image = grid.images[0].get_array()
-    n = len(e.tokens)
-    np.testing.assert_allclose(image[:n, :n], e.attentions[1][0, 0].numpy(), rtol=0, atol=1e-7)
-
-    e.view.value = "head view"
-    assert e.figure.axes[0].get_title().startswith("layer 1")
-    assert len(e.figure.axes[0].collections) == 4  # one LineCollection per head
-
-    e.head.value = 2
-    assert len(e.figure.axes[0].collections) == 1
-
-    e.view.value = "model view"  # one image: layers are rows, heads columns
-    grid = e.figure.axes[0]
-    assert len(e.figure.axes) == 2  # the grid and its colour bar
-    assert [t.get_text() for t in grid.get_yticklabels()] == ["layer 0", "layer 1"]
-    assert [t.get_text() for t in grid.get_xticklabels()] == [f"head {h}" for h in range(4)]
-
-    e.view.value = "heatmap"
-    e.text.value = "banks and rivers"
-    labels = [t.get_text() for t in e.figure.axes[0].get_xticklabels()]
-    assert "rivers" in labels and "cat" not in labels
-    e.text_pair.value = ""
-    assert e.sentence_b_start is None and e.tokens[-1] == "[SEP]"
-    assert repr(e).startswith("AttentionExplorer(2 layers x 4 heads, ")
-    assert "appear when this cell runs in a live notebook" in repr(e)  # not "above"
-    bundle = e._repr_mimebundle_()
-    assert bundle["text/plain"] == repr(e)
-    assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert bundle["image/png"] == shown_png(e)  # a static page shows the figure on show
-
-
-def test_explorer_takes_minibert_and_hugging_face_tokenizers(tiny_model_and_tokenizer):
-    from minibert.assets import path
-    from minibert.tokenization import BertTokenizer
-
-    model, hf_tokenizer = tiny_model_and_tokenizer
-    ours = BertTokenizer.from_pretrained(path("minilm"))
-    a = viz.explore(model, ours, "Attention is all you need.", "Or is it?")
-    b = viz.explore(model, hf_tokenizer, "Attention is all you need.", "Or is it?")
-    assert a.tokens == b.tokens
-    for x, y in zip(a.attentions, b.attentions, strict=True):
-        torch.testing.assert_close(x, y)
-
-
-def test_explorer_refuses_empty_text(tiny_model_and_tokenizer):
-    model, tokenizer = tiny_model_and_tokenizer
-    with pytest.raises(ValueError, match="text must be a non-empty string"):
-        viz.explore(model, tokenizer, "  ")
-
-
-def test_attention_grid_places_every_panel_on_one_scale():
-    g = np.random.default_rng(0)
-    panels = [[g.random((5, 5)) for _ in range(3)] for _ in range(2)]
-    fig = viz.attention_grid(panels, ["a", "b"], ["x", "y", "z"], panel_names=[["1", "2", "3"]] * 2)
-    (ax, bar) = fig.axes
-    image = np.ma.filled(ax.images[0].get_array(), np.nan)
-    gaps = np.isnan(image).all(axis=0)  # the white columns between panels
-    step = 5 + int(gaps[5:].argmin())  # a panel, then its gap
-    for r in range(2):
-        for c in range(3):
-            block = image[r * step : r * step + 5, c * step : c * step + 5]
-            np.testing.assert_array_equal(block, panels[r][c])
-    assert step > 5 and np.isnan(image[5, :]).all() and np.isnan(image[:, 5]).all()
-    assert ax.images[0].get_clim() == (0.0, max(p.max() for row in panels for p in row))
-    assert len(ax.texts) == 6
-
-
-def test_input_representation_draws_the_papers_rows_for_every_token():
-    tokens = ["[CLS]", "the", "cat", "[SEP]", "it", "##s", "[SEP]"]
-    segments = [0, 0, 0, 0, 1, 1, 1]
-    fig = viz.input_representation(tokens, segments)
-    texts = [t.get_text() for t in fig.axes[0].texts]
-    assert all(t in texts for t in tokens)  # the input row
-    assert texts.count("E$_A$") == 4 and texts.count("E$_B$") == 3  # segments
-    assert "E$_{6}$" in texts and "$e_{6}$" in texts  # positions and the sums
-    assert texts.count("E") == len(tokens) and texts.count("##s") == 2  # E with its token below
-    assert texts.count("+") == 2 * len(tokens) and texts.count("=") == len(tokens)
-    fig.canvas.draw()  # mathtext renders
-    with pytest.raises(ValueError, match="equally long"):
-        viz.input_representation(tokens, segments[:-1])
-
-
-def test_the_fine_tuning_diagram_keeps_the_pooler_and_says_what_is_copied():
-    fig = viz.fine_tuning_diagram()
-    pretraining, fine_tuning = ([t.get_text() for t in ax.texts] for ax in fig.axes)
-    for texts in (pretraining, fine_tuning):  # the pooler NSP trained is kept for fine-tuning
-        assert sum("pooler" in t for t in texts) == 1
-        assert sum("embeddings" in t and "WordPiece" in t for t in texts) == 1
-    assert any("copied from" in t for t in fine_tuning)
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
-        "weights learned in pretraining",
-        "new weights, random at the start",
-    ]
-    plt.close(fig)
-
-
-def test_explorer_shows_a_long_text_a_window_at_a_time(tiny_model_and_tokenizer):
-    model, tokenizer = tiny_model_and_tokenizer
-    long = " ".join(f"word{i % 7} and" for i in range(60))
-    e = viz.explore(model, tokenizer, long)
-    n, w = len(e.tokens), e.WINDOW
-    assert n > w and e.start.max == n - w and e.start.layout.display is None
-    assert f"tokens 0-{w - 1} of {n} on show" in e.note.value
-
-    def labels():
-        return [t.get_text() for t in e.figure.axes[0].get_xticklabels()]
-
-    assert labels() == e.tokens[:w]  # readable: one label per token on show, no more
-    e.start.value = 10
-    assert labels() == e.tokens[10 : 10 + w] and f"tokens 10-{w + 9} of {n}" in e.note.value
-    np.testing.assert_allclose(
-        e.figure.axes[0].images[0].get_array(), e.attentions[0][0, 0, 10 : 10 + w, 10 : 10 + w]
-    )
-    for view, head in (("head view", "all"), ("model view", 0), ("heatmap", "all")):
-        e.view.value, e.head.value = view, head
-        assert e.figure is not None  # every view draws the window
-    e.view.value, e.head.value = "heatmap", 0
-    e.text.value = "a short text"  # the window shrinks to the text and the slider hides
-    assert e.start.value == 0 and e.start.layout.display == "none" and e.note.value == ""
-    assert labels() == e.tokens
-    e.text.value = "   "  # ignored, and said
-    assert "the text is empty" in e.note.value and labels() == e.tokens

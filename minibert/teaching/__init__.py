@@ -3,6 +3,9 @@ never imports it (a test checks the direction).
 
 - ``lessons``: the course map (the README's table and notebook 00's) and the ``minibert course``
   command that opens the notebooks or writes their student edition;
+- ``figures``: the lessons' diagrams and plots; ``explorer``: the attention explorer (ipywidgets);
+- ``baselines``: the trivial baselines the lessons measure models against (n-gram table, topic
+  rule, bag of words, opinion words, capitalisation rules);
 - ``exercises``: the notebooks' checkers, each returning a ``Result`` (passed, message);
 - ``assignments``: graded assignments (their files in ``assignment_files/``) and the grader;
 - ``student_edition``: the notebooks without the exercises' solutions (with nbgrader);
@@ -16,7 +19,16 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["assignments", "d2l_bridge", "exercises", "lessons", "student_edition"]
+__all__ = [
+    "assignments",
+    "baselines",
+    "d2l_bridge",
+    "exercises",
+    "explorer",
+    "figures",
+    "lessons",
+    "student_edition",
+]
 
 
 def __getattr__(name: str) -> Any:

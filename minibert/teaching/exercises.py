@@ -1309,12 +1309,12 @@ def check_evaluation(fn: Callable[..., Any], cases: int = 30) -> Result:
 
 
 def check_opinion_scores(fn: Callable[..., Any], cases: int = 20) -> Result:
-    """Check ``fn(texts, labels, min_count) -> {word: log-count ratio}`` (finetuning.opinion_scores)."""
+    """Check ``fn(texts, labels, min_count) -> {word: log-count ratio}`` (baselines.opinion_scores)."""
     import math
     import random
     from collections import Counter
 
-    from minibert.finetuning import WORD, opinion_scores
+    from minibert.teaching.baselines import WORD, opinion_scores
 
     def variant(texts, labels, min_count, once=True, plus_vocab=True):
         # the reference with one thing changed, to name the mistake a wrong answer matches
