@@ -801,3 +801,17 @@ def test_u5_a_memory_limit_counts_beyond_torch_and_too_small_ones_are_refused(tm
         assignments.grade_isolated(folder, memory_mb=300)
     result = assignments.grade_isolated(folder, memory_mb=assignments.MIN_MEMORY_MB)
     assert result.points == 10, [p.message for p in result.parts]  # the reference, in full
+
+
+def test_g5_a_lent_reference_piece_answers_only_during_its_part():
+    """minibert's attention, lent to the encoder layer, runs in the grader, for that part only."""
+    import torch
+
+    transport = remote.LocalTransport()
+    session = transport.session = remote.Session(transport)
+    session.begin(5)
+    session.helpers["helper-0"] = lambda x: x * 2  # what a part lends
+    assert transport._ask("helper-0", (torch.ones(2),), {}).tolist() == [2.0, 2.0]
+    session.begin(5)  # the next part lends nothing
+    with pytest.raises(RuntimeError, match="lends no such helper"):
+        transport._ask("helper-0", (torch.ones(2),), {})

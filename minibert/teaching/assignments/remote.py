@@ -186,8 +186,12 @@ class Session:
         kwargs = worker.unpack(request["kwargs"], tensors, self._no_handle)
         if type(args) is not list or type(kwargs) is not dict:
             raise Malformed("a callback's arguments")
+        try:
+            value = helper(*args, **kwargs)
+        except Exception as exc:  # the student's code called it with wrong arguments
+            return worker.encode({"refused": clean(f"{type(exc).__name__}: {exc}")}, {})
         packer = worker.Packer()
-        return worker.encode({"value": packer.pack(helper(*args, **kwargs))}, packer.tensors)
+        return worker.encode({"value": packer.pack(value)}, packer.tensors)
 
     def _no_handle(self, tree: dict) -> Any:
         raise Malformed("a handle in a callback")

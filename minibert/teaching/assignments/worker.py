@@ -42,6 +42,7 @@ MAX_TEXT = 64 * 2**20  # the longest JSON text a frame may carry
 MAX_TENSORS = 1024 * 2**20  # the most tensor bytes (MiniLM's weights are about 90 MB)
 MAX_DEPTH = 32  # how deeply values may nest
 PLAIN = {type(None), bool, int, float, str}  # sent as themselves
+FILE_BYTES = 64 * 2**20  # the largest file the student's code may write
 FORBIDDEN = ("minibert", "transformers", "d2l")  # hold reference code; never importable here
 SAFE_DTYPES = {torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
                torch.float16, torch.bfloat16, torch.float32, torch.float64}  # fmt: skip
@@ -292,8 +293,9 @@ class _Refuse(importlib.abc.MetaPathFinder):
             raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
 
 
-def _limit_memory(megabytes: int) -> None:
-    """Let this process's address space grow by megabytes beyond what it holds now (POSIX)."""
+def _limit(megabytes: int) -> None:
+    """Let this process's address space grow by megabytes beyond what it holds now; no file
+    over FILE_BYTES, no core dumps (Linux; elsewhere no limit)."""
     try:
         import resource
 
@@ -301,6 +303,7 @@ def _limit_memory(megabytes: int) -> None:
             now = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
         limit = now + megabytes * 2**20
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_BYTES, FILE_BYTES))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     except (ImportError, OSError, ValueError):  # not Linux: no limit
         pass
@@ -314,7 +317,7 @@ def main(argv: list[str]) -> None:
     os.dup2(null, 1)
     sys.meta_path.insert(0, _Refuse())
     sys.path.insert(0, os.getcwd())  # the submission may import its own helper modules
-    _limit_memory(int(argv[0]))
+    _limit(int(argv[0]))
 
     def ask(helper: str, args: tuple, kwargs: dict) -> Any:
         packer = Packer()

@@ -3,7 +3,7 @@
 Use only torch here (not minibert or transformers). The grader loads the real MiniLM's weights
 into your BertModel and compares it with Hugging Face transformers to 1e-5, so keep every
 attribute name in the __init__ methods as it is. There is no dropout: this model is for inference.
-config is a minibert BertConfig: vocab_size, hidden_size, num_layers, num_heads,
+config holds the fields of a minibert BertConfig: vocab_size, hidden_size, num_layers, num_heads,
 intermediate_size, max_position_embeddings, type_vocab_size, layer_norm_eps.
 Shapes: batch, seq, hidden, heads, head_dim = hidden // heads.
 Grade it with: minibert assignment grade .
