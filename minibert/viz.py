@@ -121,6 +121,18 @@ def _select(layers, layer, head, batch_index, kept) -> np.ndarray:
     return w[np.ix_(kept, kept)]
 
 
+def _check_heads(heads: Sequence[int] | int | None, num_heads: int) -> list[int]:
+    """The heads to draw: all for None, one for an int, else the list, each checked in range."""
+    if heads is None:
+        return list(range(num_heads))
+    if isinstance(heads, (int, np.integer)):
+        heads = [heads]
+    heads = [_check_index("head", h, num_heads) for h in heads]
+    if not heads:
+        raise ValueError(f"heads must name at least one head in 0..{num_heads - 1}, got [].")
+    return heads
+
+
 # --- attention maps ------------------------------------------------------------------------------
 
 
@@ -309,13 +321,7 @@ def head_view(
     layers = _as_layers(attentions)
     layer = _check_index("layer", layer, len(layers))
     num_heads = layers[0].shape[1]
-    if heads is None:
-        heads = list(range(num_heads))
-    elif isinstance(heads, (int, np.integer)):
-        heads = [heads]
-    heads = [_check_index("head", h, num_heads) for h in heads]
-    if not heads:
-        raise ValueError(f"heads must name at least one head in 0..{num_heads - 1}, got [].")
+    heads = _check_heads(heads, num_heads)
     kept = _kept_positions(tokens, layers, batch_index, attention_mask, pad_token)
     seq = layers[0].shape[2]
     if sentence_b_start is not None:
@@ -353,11 +359,7 @@ def head_view(
         handles.append(Line2D([], [], color=(r, g, b), lw=2, label=f"head {h}"))
     if sentence_b_start is not None and any(i >= sentence_b_start for i in kept):
         first_b = next(r for r, i in enumerate(kept) if i >= sentence_b_start)
-        y_split = ys[first_b] + (1.0 + gap) / 2
-        ax.axhline(y_split, color="0.4", linestyle="--", linewidth=1)
-        ax.axhspan(ys[-1] - 0.5, y_split, color="0.93", zorder=0)
-        ax.text(0.5, y_split + 0.25, "segment A", ha="center", fontsize=8, color="0.3")
-        ax.text(0.5, y_split - 0.45, "segment B", ha="center", fontsize=8, color="0.3")
+        _segment_divider(ax, ys[first_b] + (1.0 + gap) / 2, ys[-1] - 0.5)
     ax.set_xlim(-0.8, 1.8)
     ax.set_ylim(ys[-1] - 0.7, 0.9)
     ax.text(x_left - 0.04, 0.6, "query", ha="right", fontsize=9, weight="bold")
@@ -368,6 +370,14 @@ def head_view(
     )
     ax.set_title(f"layer {layer}: opacity = attention weight")
     return fig
+
+
+def _segment_divider(ax: Axes, y_split: float, bottom: float) -> None:
+    """A dashed line between segments A and B, segment B shaded down to ``bottom``, both named."""
+    ax.axhline(y_split, color="0.4", linestyle="--", linewidth=1)
+    ax.axhspan(bottom, y_split, color="0.93", zorder=0)
+    ax.text(0.5, y_split + 0.25, "segment A", ha="center", fontsize=8, color="0.3")
+    ax.text(0.5, y_split - 0.45, "segment B", ha="center", fontsize=8, color="0.3")
 
 
 def to_bertviz(

@@ -54,8 +54,8 @@ def test_star_import_gives_every_name():
 
 
 def _module_name(file: Path) -> str:
-    """'training' for minibert/training.py, 'teaching.exercises' for .../teaching/exercises.py,
-    'recipes' for a package's minibert/recipes/__init__.py."""
+    """'training' for minibert/training.py, 'teaching.exercises.masking' for
+    .../teaching/exercises/masking.py, 'recipes' for a package's minibert/recipes/__init__.py."""
     parts = file.relative_to(ROOT / "minibert").with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 

@@ -1,0 +1,82 @@
+"""Checkers for the notebooks' exercises, one module per lesson; the assignments use them too.
+
+Each ``check_*`` function calls the learner's function (or takes their answer) on random inputs,
+compares the result with minibert's reference implementation, prints one line (PASS, or NOT YET
+and a hint saying what differs) and returns a ``Result(name, passed, message)``. ``bool(result)``
+is whether it passed, so a grader can ``assert check_attention(student_fn)``; the assignments
+score ``result.passed`` and show ``result.message``.
+
+- ``tokens`` (lesson 1): ``check_wordpiece``, ``check_tokens_and_segments``, ``check_pad_batch``;
+- ``attention`` (2): ``check_attention``, ``check_padding_mask``, ``check_split_heads``,
+  ``check_merge_heads``, ``check_equal_keys``;
+- ``encoder`` (3): ``check_embeddings``, ``check_encoder_layer``, ``check_parameter_count``,
+  ``check_previous_token_head``;
+- ``masking`` (4): ``check_masking``, ``check_mlm_loss``, ``check_mask_accuracy``;
+- ``nsp`` (5): ``check_nsp_pairs``, ``check_sop_pairs``, ``check_nsp_loss``;
+- ``finetuning`` (6): ``check_classification_head``, ``check_evaluation``;
+- ``what_pretraining_buys`` (7): ``check_opinion_scores``;
+- ``common``: ``Result``, ``report``, ``quietly`` (checkers that print nothing, for a grader),
+  ``call_safely`` (a learner's call, its exception as a hint) and ``attention_problem`` (a
+  tensor against the reference, as a hint).
+"""
+
+from __future__ import annotations
+
+from minibert.teaching.exercises.attention import (
+    check_attention,
+    check_equal_keys,
+    check_merge_heads,
+    check_padding_mask,
+    check_split_heads,
+)
+from minibert.teaching.exercises.common import (
+    Result,
+    attention_problem,
+    call_safely,
+    quietly,
+    report,
+)
+from minibert.teaching.exercises.encoder import (
+    check_embeddings,
+    check_encoder_layer,
+    check_parameter_count,
+    check_previous_token_head,
+)
+from minibert.teaching.exercises.finetuning import check_classification_head, check_evaluation
+from minibert.teaching.exercises.masking import check_mask_accuracy, check_masking, check_mlm_loss
+from minibert.teaching.exercises.nsp import check_nsp_loss, check_nsp_pairs, check_sop_pairs
+from minibert.teaching.exercises.tokens import (
+    check_pad_batch,
+    check_tokens_and_segments,
+    check_wordpiece,
+)
+from minibert.teaching.exercises.what_pretraining_buys import check_opinion_scores
+
+__all__ = [
+    "Result",
+    "attention_problem",
+    "call_safely",
+    "check_attention",
+    "check_classification_head",
+    "check_embeddings",
+    "check_encoder_layer",
+    "check_equal_keys",
+    "check_evaluation",
+    "check_mask_accuracy",
+    "check_masking",
+    "check_merge_heads",
+    "check_mlm_loss",
+    "check_nsp_loss",
+    "check_nsp_pairs",
+    "check_opinion_scores",
+    "check_pad_batch",
+    "check_padding_mask",
+    "check_parameter_count",
+    "check_previous_token_head",
+    "check_sop_pairs",
+    "check_split_heads",
+    "check_tokens_and_segments",
+    "check_wordpiece",
+    "quietly",
+    "report",
+]
