@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from minibert.teaching.assignments import worker
+import minibert.teaching.assignments.worker as worker
 from minibert.teaching.assignments.worker import HEADER, MAX_TEXT
 
 MAX_REPLY_TENSORS = 256 * 2**20  # the most tensor bytes one reply may carry
