@@ -648,6 +648,7 @@ def test_without_bubblewrap_the_class_is_graded_and_every_row_says_not_sandboxed
                      "h2_fork_loop": "10", "z_reference": "10", "z_skeleton": "0"}  # fmt: skip
     assert "the rules: torch only" in rows["g5_imports_reference"]["error"]
     assert _processes_with(MARKER) == []
+    print(f"class of {len(rows)} graded without a sandbox in {graded['seconds']:.0f} s")
 
 
 def test_time_limit_holds_against_a_bare_except(tmp_path):

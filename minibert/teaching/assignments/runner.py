@@ -139,6 +139,9 @@ def _open(start: Callable[[], Session], assignment: Assignment, seconds: float) 
     try:
         session.begin(STARTUP_SECONDS)
         session.start()
+    except Stopped as exc:  # before the student's file ran: the grader's machine is at fault
+        return session, f"the grader could not start a run for {file} ({exc})"
+    try:
         session.begin(seconds)
         session.module = session.load(session.file, session.module_name)
     except Stopped as exc:
