@@ -132,7 +132,7 @@ class Session:
 
     def __init__(self, transport: Any):
         self.transport = transport
-        self.deadline, self.seconds = math.inf, 0
+        self.seconds, self.used = math.inf, 0.0
         self.helpers: dict[str, Callable[..., Any]] = {}
         self.ended: str | None = None
         self.module: RemoteModule | None = None  # the student's module, once imported
@@ -140,9 +140,17 @@ class Session:
         self.file = ""  # the student's file, as the worker finds it
 
     def begin(self, seconds: float) -> None:
-        """A new step (the start, the import, a part): its own time, no helpers lent yet."""
-        self.deadline, self.seconds = time.monotonic() + seconds, seconds
+        """A new step (the start, the import, a part): its own time, no helpers lent yet.
+
+        The time counts only the waits for the worker: the grader's own work (making inputs,
+        the reference, a lent helper) is not the submission's.
+        """
+        self.seconds, self.used = seconds, 0.0
         self.helpers = {}
+
+    def left(self) -> float:
+        """Seconds the submission has left in this step."""
+        return self.seconds - self.used
 
     def end(self, reason: str) -> None:
         """Stop the worker (and everything it started) for good."""
@@ -154,16 +162,22 @@ class Session:
         """Send a request and return the reply, serving the worker's callbacks meanwhile."""
         if self.ended:
             raise Stopped(self.ended)
+        started = time.monotonic()
+        deadline = started + self.left()
         try:
             if op != "ready":
-                self.transport.send(worker.encode({"op": op, **message}, tensors or {}), self.deadline)  # fmt: skip
+                self.transport.send(worker.encode({"op": op, **message}, tensors or {}), deadline)  # fmt: skip
             while True:
-                reply, got = self.transport.receive(self.deadline)
+                reply, got = self.transport.receive(deadline)
                 if op == "call" and "callback" in reply:
-                    self.transport.send(self._serve(reply, got), self.deadline)
+                    served = time.monotonic()
+                    answer = self._serve(reply, got)
+                    deadline += time.monotonic() - served  # the grader's time, not the student's
+                    self.transport.send(answer, deadline)
                     continue
                 if not any(set(reply) == keys for keys in REPLIES[op]):
                     raise Malformed(f"a reply with keys {sorted(reply)[:5]}")
+                self.used += time.monotonic() - started
                 return reply, got
         except TimeoutError:
             self.end(f"stopped after {self.seconds:g} s: is there an endless loop?")

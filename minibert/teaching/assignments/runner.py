@@ -23,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -211,12 +210,11 @@ class _LocalSession(Session):
     """A session whose worker runs in this process, each step under SIGALRM's time limit."""
 
     def request(self, op: str, message: dict, tensors: dict | None = None) -> tuple[dict, dict]:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
+        if self.left() <= 0:
             raise _PartTimeout
         quiet = _Capped()  # the student's prints and progress bars stay out of the report
-        with _time_limit(left), contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):  # fmt: skip
-            return super().request(op, message, tensors)
+        with _time_limit(self.left()), contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):  # fmt: skip
+            return super().request(op, message, tensors)  # it counts the time used
 
 
 _counter = itertools.count()
