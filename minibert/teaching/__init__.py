@@ -6,7 +6,8 @@ never imports it (a test checks the direction).
 - ``figures``: the lessons' diagrams and plots; ``explorer``: the attention explorer (ipywidgets);
 - ``baselines``: the trivial baselines the lessons measure models against (n-gram table, topic
   rule, bag of words, opinion words, capitalisation rules);
-- ``exercises``: the notebooks' checkers, each returning a ``Result`` (passed, message);
+- ``exercises``: the notebooks' checkers, one module per lesson, each returning a ``Result``
+  (passed, message);
 - ``assignments``: graded assignments (their files in ``assignment_files/``) and the grader;
 - ``student_edition``: the notebooks without the exercises' solutions (with nbgrader);
 - ``d2l_bridge``: d2l's BERT chapters loaded offline beside minibert (the appendix notebook).
