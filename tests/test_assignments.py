@@ -475,8 +475,10 @@ def faulty(root: Path) -> list[Path]:
 
 
 def _processes_with(marker: str) -> list[int]:
-    """The processes whose command line holds marker (Linux)."""
+    """The processes whose command line holds marker (Linux; elsewhere none are found)."""
     found = []
+    if not os.path.isdir("/proc"):
+        return found
     for pid in filter(str.isdigit, os.listdir("/proc")):
         with contextlib.suppress(OSError):
             if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
@@ -530,6 +532,7 @@ def sandboxed_class(tmp_path_factory):
     graded.update(changed=changed, planted=planted, classmates_changed=[
         f.name for f, text in on_disk.items() if (f / "attention.py").read_bytes() != text])  # fmt: skip
     graded["left"] = _processes_with(MARKER)
+    graded["workers_left"] = _processes_with("/grader/worker.py")  # a sandboxed worker's command
     return graded
 
 
@@ -617,10 +620,12 @@ def test_d4_the_report_is_written_by_the_grader_alone(sandboxed_class):
 @needs_bwrap
 def test_h2_no_process_outlives_grading(sandboxed_class):
     assert sandboxed_class["left"] == []  # setsid children, a fork loop, a busy child: all gone
+    assert sandboxed_class["workers_left"] == []
     for who in ("h2_setsid_children", "h2_fork_loop"):
         assert sandboxed_class["rows"][who]["total"] == "10"
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="the hostile code forks; /proc finds processes")
 def test_without_bubblewrap_the_class_is_graded_and_every_row_says_not_sandboxed(tmp_path):
     """bwrap hidden (a PATH without it): the class that is safe to run without a sandbox."""
     root = tmp_path / "class"
@@ -651,6 +656,7 @@ def test_without_bubblewrap_the_class_is_graded_and_every_row_says_not_sandboxed
     print(f"class of {len(rows)} graded without a sandbox in {graded['seconds']:.0f} s")
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the submission forks")
 def test_time_limit_holds_against_a_bare_except(tmp_path):
     keep = "    keep = attention_mask[:, None, None, :].bool()"
     loop = "    while True:\n        try:\n            pass\n        except:  # noqa: E722\n            pass\n"
@@ -816,3 +822,13 @@ def test_g5_a_lent_reference_piece_answers_only_during_its_part():
     session.begin(5)  # the next part lends nothing
     with pytest.raises(RuntimeError, match="lends no such helper"):
         transport._ask("helper-0", (torch.ones(2),), {})
+
+
+def test_g5_the_worker_that_runs_submissions_imports_no_minibert():
+    """The sandbox holds the worker's file and not minibert: it must stand alone."""
+    import ast
+
+    tree = ast.parse(Path(worker.__file__).read_text(encoding="utf-8"))
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert imported and not {m for m in imported if m.split(".")[0] in worker.FORBIDDEN}
