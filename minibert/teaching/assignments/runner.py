@@ -151,7 +151,9 @@ def _open(start: Callable[[], Session], assignment: Assignment, seconds: float) 
         where = f" (line {exc.lineno})" if type(exc).__name__ == "SyntaxError" else ""
         rule = ""
         if type(exc).__name__ == "ModuleNotFoundError" and any(f"'{n}" in str(exc) for n in FORBIDDEN):  # fmt: skip
-            rule = f" (the rules: torch only; the grader runs it without {', '.join(FORBIDDEN)})"
+            rule = (
+                f" (the rules forbid it: the grader runs the file without {', '.join(FORBIDDEN)})"
+            )
         return session, f"{file} does not import: {type(exc).__name__}{where}: {exc}{rule}"
     return session, None
 
@@ -432,5 +434,11 @@ def grade_many(
         except (ValueError, OSError) as exc:
             return Grade("?", Path(folder), error=str(exc), sandbox=sandbox_problem() or "bubblewrap")  # fmt: skip
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    if jobs <= 1:  # in this thread: an interrupt stops grading at once
+        yield from map(one, folders)
+        return
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
         yield from pool.map(one, folders)
+    finally:  # an interrupt: the folders not started are not graded
+        pool.shutdown(wait=False, cancel_futures=True)
