@@ -287,7 +287,7 @@ def _binds() -> list[str]:
         args += ["--ro-bind-try", f"/etc/{path}", f"/etc/{path}"]
     python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
               str(Path(os.path.realpath(sys.executable)).parent.parent)}  # fmt: skip
-    python |= {p for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and os.path.isdir(p)}  # fmt: skip
+    python |= set(_site_dirs())
     bound: list[str] = ["/usr"]
     for path in sorted(python, key=len):
         if not any(path == b or path.startswith(b.rstrip("/") + "/") for b in bound):
@@ -303,10 +303,16 @@ def _binds() -> list[str]:
     return args
 
 
+def _site_dirs() -> list[str]:
+    """The grader's package folders (site-packages, a user's site too): the worker's as well."""
+    return [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and os.path.isdir(p)]  # fmt: skip
+
+
 def _command(copy: Path, memory_mb: int, token: str, sandboxed: bool) -> list[str]:
+    """The worker's command line: `python -I worker.py MEGABYTES SITE...`, in bwrap if sandboxed."""
     worker_file = str(Path(__file__).with_name("worker.py"))
     if not sandboxed:
-        return [sys.executable, "-I", worker_file, str(memory_mb)]
+        return [sys.executable, "-I", worker_file, str(memory_mb), *_site_dirs()]
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", ENV_TOKEN: token,
            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # fmt: skip
     args = [shutil.which(BWRAP), "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]  # fmt: skip
@@ -316,7 +322,7 @@ def _command(copy: Path, memory_mb: int, token: str, sandboxed: bool) -> list[st
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
              "--bind", str(copy), "/submission", "--ro-bind", worker_file, "/grader/worker.py",
              "--chdir", "/submission", sys.executable, "-I", "/grader/worker.py", str(memory_mb)]  # fmt: skip
-    return args
+    return args + _site_dirs()
 
 
 def _private_copy(folder: Path, into: Path) -> None:

@@ -25,6 +25,7 @@ import importlib.abc
 import importlib.util
 import json
 import os
+import site
 import struct
 import sys
 import types
@@ -32,10 +33,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
-from safetensors.torch import load as load_tensors
-from safetensors.torch import save as save_tensors
+if __name__ == "__main__":  # the worker's process, run with -I: the grader's package folders
+    for _folder in sys.argv[2:]:  # (a user's site among them) before torch is imported
+        site.addsitedir(_folder)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from safetensors.torch import load as load_tensors  # noqa: E402
+from safetensors.torch import save as save_tensors  # noqa: E402
 
 HEADER = struct.Struct(">II")  # the lengths of the JSON text and of the tensors that follow
 MAX_TEXT = 64 * 2**20  # the longest JSON text a frame may carry
@@ -310,7 +315,11 @@ def _limit(megabytes: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Serve the grader: `python -I worker.py MEGABYTES`, in the submission's folder."""
+    """Serve the grader: `python -I worker.py MEGABYTES SITE...`, in the submission's folder.
+
+    SITE are the grader's package folders, added before torch is imported (-I leaves out a
+    user's site, where torch may be).
+    """
     requests, replies = os.dup(0), os.dup(1)  # the channel; the student's prints go nowhere
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
