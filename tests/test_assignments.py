@@ -832,3 +832,13 @@ def test_g5_the_worker_that_runs_submissions_imports_no_minibert():
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert imported and not {m for m in imported if m.split(".")[0] in worker.FORBIDDEN}
+
+
+@needs_bwrap
+def test_a_sandbox_that_cannot_start_torch_is_not_used(monkeypatch):
+    """bwrap works but Python or torch does not start inside (a Nix store, an odd layout): the
+    rows say so and grading runs without a sandbox, rather than every submission scoring 0."""
+    monkeypatch.setattr(runner, "_probed", {})
+    monkeypatch.setattr(runner, "_binds", lambda: ["--ro-bind", "/usr", "/usr"])  # no Python
+    problem = assignments.sandbox_problem()
+    assert problem.startswith("not sandboxed: Python and torch do not start in bwrap's sandbox")

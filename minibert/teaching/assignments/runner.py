@@ -254,25 +254,36 @@ _probed: dict[str, str | None] = {}
 
 
 def sandbox_problem() -> str | None:
-    """None when bubblewrap can sandbox here; else "not sandboxed: why; how to get one"."""
+    """None when bubblewrap can sandbox here; else "not sandboxed: why; how to get one".
+
+    Probed once per bwrap: namespaces at all, then Python and torch inside the sandbox.
+    """
     if not sys.platform.startswith("linux"):
         return f"not sandboxed: bubblewrap needs Linux; {HOW}"
     found = shutil.which(BWRAP) if BWRAP else None
     if not found:
         return f"not sandboxed: bwrap was not found; {HOW}"
     if found not in _probed:
-        command = [found, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=30)
-            said = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-            _probed[found] = None if done.returncode == 0 else said
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            _probed[found] = str(exc)
-    if _probed[found]:
-        return (f"not sandboxed: bwrap cannot make namespaces here ({_probed[found]}); allow "
-                "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
-                f"kernel.apparmor_restrict_unprivileged_userns=0), or {HOW}")  # fmt: skip
-    return None
+        _probed[found] = _probe([found, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"])  # fmt: skip
+        if _probed[found]:
+            _probed[found] = (f"bwrap cannot make namespaces here ({_probed[found]}); allow "
+                              "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
+                              "or kernel.apparmor_restrict_unprivileged_userns=0)")  # fmt: skip
+        else:
+            check = "import site, sys; [site.addsitedir(p) for p in sys.argv[1:]]; import torch"
+            said = _probe([*_sandbox(found, "probe"), sys.executable, "-I", "-c", check, *_site_dirs()])  # fmt: skip
+            _probed[found] = said and f"Python and torch do not start in bwrap's sandbox ({said})"
+    return _probed[found] and f"not sandboxed: {_probed[found]}; {HOW}"
+
+
+def _probe(command: list[str]) -> str | None:
+    """None when command succeeds, else the last line it said."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    said = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+    return None if done.returncode == 0 else said[:200]
 
 
 def _binds() -> list[str]:
@@ -308,21 +319,24 @@ def _site_dirs() -> list[str]:
     return [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and os.path.isdir(p)]  # fmt: skip
 
 
+def _sandbox(bwrap: str, token: str) -> list[str]:
+    """bwrap and its arguments: namespaces, environment, the read-only system, /proc, /dev, /tmp."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", ENV_TOKEN: token,
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # fmt: skip
+    args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
+    for key, value in env.items():
+        args += ["--setenv", key, value]
+    return [*args, *_binds(), "--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]  # fmt: skip
+
+
 def _command(copy: Path, memory_mb: int, token: str, sandboxed: bool) -> list[str]:
     """The worker's command line: `python -I worker.py MEGABYTES SITE...`, in bwrap if sandboxed."""
     worker_file = str(Path(__file__).with_name("worker.py"))
     if not sandboxed:
         return [sys.executable, "-I", worker_file, str(memory_mb), *_site_dirs()]
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", ENV_TOKEN: token,
-           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # fmt: skip
-    args = [shutil.which(BWRAP), "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]  # fmt: skip
-    for key, value in env.items():
-        args += ["--setenv", key, value]
-    args += _binds()
-    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
-             "--bind", str(copy), "/submission", "--ro-bind", worker_file, "/grader/worker.py",
-             "--chdir", "/submission", sys.executable, "-I", "/grader/worker.py", str(memory_mb)]  # fmt: skip
-    return args + _site_dirs()
+    return [*_sandbox(shutil.which(BWRAP), token), "--bind", str(copy), "/submission",
+            "--ro-bind", worker_file, "/grader/worker.py", "--chdir", "/submission",
+            sys.executable, "-I", "/grader/worker.py", str(memory_mb), *_site_dirs()]  # fmt: skip
 
 
 def _private_copy(folder: Path, into: Path) -> None:
