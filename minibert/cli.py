@@ -12,9 +12,9 @@ minibert tag runs/caps "the eiffel tower is in paris ."
 minibert assignment new attention hw1   # a graded assignment; then: minibert assignment grade hw1
 
 Each command's arguments are declared by the module that owns it: the recipes' options
-(``recipes.PretrainOptions``, ``recipes.FinetuneOptions``), ``assets``, ``commands.models``
-(fill-mask, classify, tag), ``teaching.lessons`` and ``teaching.assignments``. This file only
-wires them to sub-commands.
+(``recipes.PretrainOptions``, ``recipes.FinetuneOptions``, made flags by ``commands.flags``)
+and ``minibert.commands``' modules (assets, course, models: fill-mask, classify, tag) and the
+kit's ``teaching.assignments``. This file only wires them to sub-commands.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import sys
 def _recipe(command: str, args: argparse.Namespace) -> int:
     """Run pretrain or finetune with the command's options; errors become one line and a code."""
     from minibert import recipes
-    from minibert.options import from_namespace
-    from minibert.training import TrainingError
+    from minibert.commands.flags import from_namespace
+    from minibert.run_state import TrainingError
 
     recipe, options = {
         "pretrain": (recipes.pretrain, recipes.PretrainOptions),
@@ -56,10 +56,11 @@ def _error(command: str, problem: object, code: int) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``minibert`` command, with one sub-parser per command."""
     from minibert import assets
-    from minibert.commands import models
-    from minibert.options import add_arguments
+    from minibert.commands import assets as assets_command
+    from minibert.commands import course, models
+    from minibert.commands.flags import add_arguments
     from minibert.recipes import FinetuneOptions, PretrainOptions
-    from minibert.teaching import assignments, lessons
+    from minibert.teaching import assignments
 
     parser = argparse.ArgumentParser(prog="minibert", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -68,11 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
         "names", nargs="*", default=["all"], help=f"{', '.join(assets.ASSETS)} or all"
     )
     fetch.add_argument("--quiet", action="store_true", help="no progress bars")
-    fetch.set_defaults(action="fetch", run=assets.run)  # the same as `assets fetch`
+    fetch.set_defaults(action="fetch", run=assets_command.run)  # the same as `assets fetch`
     for name, help_text, add, run in (
-        ("assets", "list, verify, fetch or locate the cached assets", assets.add_arguments, assets.run),
+        ("assets", "list, verify, fetch or locate the cached assets", assets_command.add_arguments,
+         assets_command.run),
         ("course", "open the course notebooks in JupyterLab, or write their student edition",
-         lessons.add_arguments, lessons.run),
+         course.add_arguments, course.run),
         ("assignment", "graded assignments: list them, hand one out (new), grade submissions",
          assignments.add_arguments, assignments.run),
     ):  # fmt: skip

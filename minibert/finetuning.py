@@ -19,7 +19,8 @@ from typing import Any
 import torch
 
 from minibert.config import IGNORE_INDEX
-from minibert.tokenization import BasicTokenizer, build_inputs, pad
+from minibert.tokenization import build_inputs, pad
+from minibert.wordpiece import BasicTokenizer
 
 __all__ = [
     "ClassificationDataset",
@@ -112,13 +113,17 @@ def collate(batch: Sequence[dict], pad_token_id: int = 0) -> dict[str, torch.Ten
 
 
 def classification_metrics(batch: dict[str, torch.Tensor], out: Any) -> dict[str, tuple[int, int]]:
-    """Accuracy of one batch, and the counts F1 needs, as (sum, count) for the loop to add.
-
-    For two labels, label 1 is the positive class: tp, predicted positive, actual positive.
+    """Accuracy of one batch, each label's recall, and the counts F1 needs, as (sum, count) for
+    the loop to add. For two labels, label 1 is the positive class: tp, predicted, actual positive.
     """
     predictions, labels = out.logits.argmax(-1), batch["labels"]  # (batch,), (batch,)
     n = int(labels.numel())
     sums = {"accuracy": (int((predictions == labels).sum()), n)}
+    for k in range(out.logits.shape[-1]):  # each label's recall: their mean is balanced accuracy
+        sums[f"recall_{k}"] = (
+            int(((predictions == k) & (labels == k)).sum()),
+            int((labels == k).sum()),
+        )
     if out.logits.shape[-1] == 2:
         sums["positive_precision"] = (
             int(((predictions == 1) & (labels == 1)).sum()),
@@ -164,10 +169,27 @@ def confusion_matrix(
     return counts
 
 
+def balanced_accuracy(record: dict[str, float]) -> float:
+    """The mean of each label's recall in an evaluation record (its eval_recall_K measures): a
+    model that answers one label everywhere scores 1 / labels, whatever the labels' balance."""
+    recalls = [v for k, v in record.items() if k.startswith("eval_recall_")]
+    if not recalls:
+        raise ValueError("the evaluation has no eval_recall_K measures (classification_metrics)")
+    return sum(recalls) / len(recalls)
+
+
+def positive_f1(record: dict[str, float]) -> float:
+    """F1 of label 1 from an evaluation record's positive precision and recall (0 where a model
+    never predicts the label, whose precision is then undefined)."""
+    precision = record.get("eval_positive_precision", 0.0)
+    return f1_score(precision, record.get("eval_positive_recall", 0.0))
+
+
 def scores(
     labels: Sequence[int], predictions: Sequence[int], num_labels: int = 2
 ) -> dict[str, Any]:
-    """Accuracy, F1 of label 1 (0 when it is never predicted or never true) and the confusion matrix."""
+    """Accuracy, balanced accuracy (the mean recall per label), precision, recall and F1 of label 1
+    (0 when it is never predicted or never true) and the confusion matrix."""
     if num_labels < 2:
         raise ValueError(f"num_labels must be at least 2 (F1 is that of label 1), got {num_labels}")
     matrix = confusion_matrix(labels, predictions, num_labels)
@@ -180,8 +202,12 @@ def scores(
     )
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / (tp + fn) if tp + fn else 0.0
+    recalls = [matrix[k][k] / sum(matrix[k]) for k in range(num_labels) if sum(matrix[k])]
     return {
         "accuracy": sum(matrix[i][i] for i in range(num_labels)) / len(labels),
+        "balanced_accuracy": sum(recalls) / len(recalls),
+        "precision": precision,
+        "recall": recall,
         "f1": f1_score(precision, recall),
         "confusion": matrix,
     }

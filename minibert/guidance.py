@@ -102,6 +102,11 @@ class NeighbourGuidance(nn.Module):
         self.register_buffer("step", torch.zeros((), dtype=torch.long))  # training forwards so far
 
     @property
+    def label_losses(self) -> dict[str, str]:
+        """The guided model's labels and their losses (for the training loop's weighting)."""
+        return self.model.label_losses
+
+    @property
     def attention(self) -> GuidedAttention:
         return self.model.bert.encoder.layers[0].attention
 

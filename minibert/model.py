@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -174,6 +174,10 @@ Model = TypeVar("Model", bound="BertPreTrainedModel")
 
 class BertPreTrainedModel(nn.Module):
     """What every model shares: BERT's initialisation, from_pretrained and save_pretrained."""
+
+    # each label argument of forward -> the loss (an output field) that is its mean: the training
+    # loop weights every label once across micro-batches and processes with it, knowing no task
+    label_losses: ClassVar[dict[str, str]] = {}
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -357,6 +361,8 @@ class TaskOutput(BertModelOutput):
 class BertForPreTraining(BertPreTrainedModel):
     """BERT as pretrained: masked language model (MLM) + next sentence prediction (NSP)."""
 
+    label_losses = {"mlm_labels": "mlm_loss", "next_sentence_label": "nsp_loss"}
+
     def __init__(self, config: BertConfig):
         super().__init__(config)
         self.bert = BertModel(config, init_weights=False)
@@ -402,6 +408,8 @@ class BertForPreTraining(BertPreTrainedModel):
 class BertForMaskedLM(BertPreTrainedModel):
     """The encoder (no pooler) and the masked language model head only."""
 
+    label_losses = {"labels": "loss"}
+
     def __init__(self, config: BertConfig):
         super().__init__(config)
         self.bert = BertModel(config, add_pooling_layer=False, init_weights=False)
@@ -428,6 +436,8 @@ class BertForMaskedLM(BertPreTrainedModel):
 
 class BertForSequenceClassification(BertPreTrainedModel):
     """Fine-tuning for a label per input (sentiment, entailment): dropout + linear on the pooler."""
+
+    label_losses = {"labels": "loss"}
 
     def __init__(self, config: BertConfig):
         super().__init__(config)
@@ -456,6 +466,8 @@ class BertForSequenceClassification(BertPreTrainedModel):
 
 class BertForTokenClassification(BertPreTrainedModel):
     """Fine-tuning for a label per token (tagging): dropout + linear on every hidden vector."""
+
+    label_losses = {"labels": "loss"}
 
     def __init__(self, config: BertConfig):
         super().__init__(config)

@@ -7,23 +7,29 @@
 
 One declaration (name, type, default, check, help) gives everything else:
 
-- the command-line flag and its help (``add_arguments``: ``--steps``, ``--lr``; a bool is a
-  switch; an option without a default is a required flag);
+- the command-line flag and its help (``minibert.commands.flags.add_arguments``: ``--steps``,
+  ``--lr``; a bool is a switch; an option without a default is a required flag);
 - the check, run when the options are made (``check_fields``, from ``__post_init__``), and by
   argparse on the flag's text, so the command line and Python refuse the same values;
 - the options saved beside a model (``saved``: recipe.json, results.json);
 - what a resumed run must share with the run it continues (``changed``).
 
-A new option is one field here, in the class that owns it (``training.TrainOptions``,
-``recipes.PretrainOptions``, ``recipes.FinetuneOptions``); the CLI, the checks, the saved
-recipe and the resume comparison pick it up.
+Options compose: a recipe's options *hold* the loop's whole ``TrainOptions`` in one ``nested``
+field (with the recipe's own defaults), so every loop option reaches both commands and the Python
+API without being declared twice. To a user the options are flat: the flags (``--lr``), the
+keywords (``build(PretrainOptions, steps=300, lr=1e-3)``, ``pretrain(out, steps=300)``) and the
+saved recipe name each option once, wherever it is declared.
+
+A new option is one field here, in the class that owns it (``training.TrainOptions`` for the
+loop, ``recipes.PretrainOptions`` or ``recipes.FinetuneOptions`` for a recipe's model, data and
+task); the CLI, the checks, the saved recipe and the resume comparison pick it up.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -40,16 +46,21 @@ __all__ = [
     "SEED",
     "UNIT_INTERVAL",
     "Check",
-    "add_arguments",
-    "argparse_type",
+    "REQUIRED",
+    "build",
     "changed",
     "check_fields",
-    "from_namespace",
+    "declared",
     "inherit",
+    "nested",
     "one_of",
     "option",
+    "replace",
     "saved",
+    "values",
 ]
+
+REQUIRED = dataclasses.MISSING  # a default in nested(): the option must be given
 
 
 class Check:
@@ -116,6 +127,113 @@ def inherit(cls: type, name: str, default: Any = dataclasses.MISSING, **meta: An
     )
 
 
+def nested(
+    cls: type, *, hide: tuple[str, ...] = (), notes: dict[str, str] | None = None, **defaults: Any
+) -> Any:
+    """A field that holds a whole options object of cls (a recipe's loop options): cls's options
+    become the holder's too (flags, checks, saving, resume), with these defaults in place of the
+    declared ones (REQUIRED: the flag is required), the options in hide off the command line and
+    notes added to some options' help (what a None default means there)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    if unknown := (set(defaults) | set(hide) | set(notes or {})) - names:
+        raise TypeError(f"{cls.__name__} has no option {', '.join(sorted(unknown))}")
+    made = {name: None if value is REQUIRED else value for name, value in defaults.items()}
+    meta = {"nested": cls, "defaults": defaults, "hide": tuple(hide), "notes": notes or {},
+            "help": cls.__doc__, "check": None, "cli": True, "resume": "same", "save": True}  # fmt: skip
+    return dataclasses.field(default_factory=lambda: cls(**made), metadata=meta)
+
+
+@dataclasses.dataclass(frozen=True)
+class Declared:
+    """One option as a holder sees it: its declaration, type, and the default and flag it has there."""
+
+    field: dataclasses.Field
+    kind: type
+    optional: bool  # None is allowed
+    default: Any  # the holder's default (a nested field's override), or MISSING: required
+    cli: bool
+    note: str = ""  # the holder's addition to the help
+
+    @property
+    def help(self) -> str:
+        """The option's help (a callable help is asked now: a list that can grow, like the
+        registered tasks), with the holder's note, whose "(default: ...)" replaces the declared."""
+        text = self.field.metadata["help"]
+        text = text() if callable(text) else text
+        if self.note.startswith("(default:"):
+            text = re.sub(r"\s*\(default: [^)]*\)", "", text)
+        return " ".join(filter(None, (text, self.note)))
+
+    @property
+    def name(self) -> str:
+        """The option's name: its field's, its flag's (--max-len) and its saved key."""
+        return self.field.name
+
+
+def declared(cls: type) -> list[Declared]:
+    """Every option of an options class, those of its nested options included, each once."""
+    hints, found = typing.get_type_hints(cls), []
+    for f in dataclasses.fields(cls):
+        if "nested" in f.metadata:
+            over, hide, notes = f.metadata["defaults"], f.metadata["hide"], f.metadata["notes"]
+            found += [
+                dataclasses.replace(
+                    d,
+                    default=over.get(d.name, d.default),
+                    cli=d.cli and d.name not in hide,
+                    note=notes.get(d.name, d.note),
+                )  # fmt: skip
+                for d in declared(f.metadata["nested"])
+            ]
+        else:
+            kind, optional = _kind(hints[f.name])
+            found.append(Declared(f, kind, optional, f.default, f.metadata.get("cli", True)))
+    names = [d.name for d in found]
+    if len(names) != len(set(names)):
+        raise TypeError(f"{cls.__name__} declares an option twice: {sorted(names)}")
+    return found
+
+
+def build(cls: type, **given: Any) -> Any:
+    """An options object of cls from flat keyword values (those of a nested options object go
+    into it): ``build(PretrainOptions, steps=300, preset="tiny")``. A misspelt name is a
+    TypeError listing the options."""
+    fields, kwargs, rest = dataclasses.fields(cls), {}, dict(given)
+    for f in fields:
+        if "nested" in f.metadata:
+            inner = f.metadata["nested"]
+            mine = {d.name: rest.pop(d.name) for d in declared(inner) if d.name in rest}
+            base = rest.pop(f.name, None)
+            if base is not None:
+                kwargs[f.name] = replace(base, **mine)
+                continue
+            made = {k: None if v is REQUIRED else v for k, v in f.metadata["defaults"].items()}
+            kwargs[f.name] = build(inner, **{**made, **mine})
+        elif f.name in rest:
+            kwargs[f.name] = rest.pop(f.name)
+    if rest:
+        known = ", ".join(d.name for d in declared(cls))
+        raise TypeError(
+            f"{cls.__name__}: no option {', '.join(map(repr, sorted(rest)))}; the options are "
+            f"{known}"
+        )
+    return cls(**kwargs)
+
+
+def values(options: Any) -> dict[str, Any]:
+    """Every option's value, flat (a nested object's options beside the holder's own)."""
+    found = {}
+    for f in dataclasses.fields(options):
+        value = getattr(options, f.name)
+        found.update(values(value) if "nested" in f.metadata else {f.name: value})
+    return found
+
+
+def replace(options: Any, **changes: Any) -> Any:
+    """A copy of an options object with flat changes (nested options included), checked anew."""
+    return build(type(options), **{**values(options), **changes})
+
+
 def _kind(hint: Any) -> tuple[type, bool]:
     """(the value's type, whether None is allowed) of a field's annotation."""
     args = typing.get_args(hint)
@@ -132,8 +250,11 @@ def _declared(cls: type) -> list[tuple[dataclasses.Field, type, bool]]:
 
 
 def check_fields(options: Any) -> None:
-    """Run every option's check; the first value refused raises ValueError naming the option."""
+    """Run every option's check; the first value refused raises ValueError naming the option.
+    (A nested options object checked itself when it was made.)"""
     for f, _, optional in _declared(type(options)):
+        if "nested" in f.metadata:
+            continue
         value = getattr(options, f.name)
         if value is None and optional:
             continue
@@ -142,77 +263,29 @@ def check_fields(options: Any) -> None:
             raise ValueError(f"{f.name} {problem}, got {value!r}")
 
 
-def argparse_type(kind: type, check: Callable | None) -> Callable[[str], Any]:
-    """An argparse type: the text as kind, refused with the option's own check."""
-
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is not a{'n int' if kind is int else ' number'}"
-            ) from None
-        problem = check(value) if check else None
-        if problem:
-            raise argparse.ArgumentTypeError(f"{problem}, got {text}")
-        return value
-
-    return parse
-
-
-def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
-    """A flag for every option of cls (``--max-len`` for max_len), its help saying its default."""
-    for f, kind, _ in _declared(cls):
-        if not f.metadata.get("cli", True):
-            continue
-        flag, check = "--" + f.name.replace("_", "-"), f.metadata.get("check")
-        help_text = f.metadata["help"].replace("%", "%%")
-        if "default" not in help_text and f.default not in (None, False, dataclasses.MISSING):
-            help_text += f" (default: {f.default})"  # the declared default, said once
-        if kind is bool:
-            parser.add_argument(flag, action="store_true", help=help_text)
-            continue
-        required = f.default is dataclasses.MISSING
-        choices = getattr(check, "choices", None)
-        parser.add_argument(
-            flag,
-            type=argparse_type(kind, None if choices else check)
-            if kind in (int, float, str)
-            else kind,
-            choices=choices,
-            required=required,
-            default=None if required else f.default,
-            help=help_text,
-        )
-
-
-def from_namespace(cls: type, args: argparse.Namespace) -> Any:
-    """The options object of cls from parsed flags (only cls's own options are read)."""
-    names = [f.name for f in dataclasses.fields(cls) if f.metadata.get("cli", True)]
-    return cls(**{name: getattr(args, name) for name in names})
-
-
 def _plain(value: Any) -> Any:
     return str(value) if isinstance(value, Path) else value
 
 
 def saved(options: Any) -> dict[str, Any]:
-    """The options to save beside a model (JSON types: a path as its text)."""
-    return {
-        f.name: _plain(getattr(options, f.name))
-        for f in dataclasses.fields(options)
-        if f.metadata.get("save", True)
-    }
+    """The options to save beside a model, flat (JSON types: a path as its text)."""
+    found = {}
+    for f in dataclasses.fields(options):
+        if "nested" in f.metadata:
+            found.update(saved(getattr(options, f.name)))
+        elif f.metadata.get("save", True):
+            found[f.name] = _plain(getattr(options, f.name))
+    return found
 
 
 def changed(before: dict[str, Any], options: Any) -> list[str]:
     """The options a resumed run may not change that differ from the saved ones, described."""
     now = saved(options)
     return [
-        f"{f.name} (saved {before[f.name]!r}, now {now[f.name]!r})"
-        for f in dataclasses.fields(options)
-        if f.metadata.get("resume", "same") == "same"
-        and f.name in now
-        and f.name in before
-        and before[f.name] != now[f.name]
+        f"{d.name} (saved {before[d.name]!r}, now {now[d.name]!r})"
+        for d in declared(type(options))
+        if d.field.metadata.get("resume", "same") == "same"
+        and d.name in now
+        and d.name in before
+        and before[d.name] != now[d.name]
     ]

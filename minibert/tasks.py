@@ -52,6 +52,7 @@ class Selection:
             return True
         return value > best if self.higher_is_better else value < best
 
+
 # (tokenizer, max_length, train_examples or None, seed) -> (train, dev, test) datasets
 Loader = Callable[[Any, int, "int | None", int], tuple[Any, Any, Any]]
 
@@ -153,15 +154,35 @@ def _rotten_tomatoes(tok, max_length: int, train_examples: int | None, seed: int
 def _capitalisation(tok, max_length: int, train_examples: int | None, seed: int):
     """Sentences of the Wikipedia training articles (every tenth is dev) and of the held-out ones."""
     sentences = [s for a in corpora.wikipedia_articles("train") for s in a.sentences]
-    dev = sentences[::10]
-    train = _subset(
-        [s for i, s in enumerate(sentences) if i % 10], train_examples, seed, "sentences"
-    )
+    train = [s for i, s in enumerate(sentences) if i % 10]
     test = [s for a in corpora.wikipedia_articles("heldout") for s in a.sentences]
-    return tuple(
-        finetuning.TokenLabellingDataset(finetuning.capitalisation_examples(s, tok, max_length))
-        for s in (train, dev, test)
+    return _words_capitalised(tok, max_length, _subset(train, train_examples, seed, "sentences"),
+                              sentences[::10], test)  # fmt: skip
+
+
+def _review_capitalisation(tok, max_length: int, train_examples: int | None, seed: int):
+    """Review snippets of the training, dev and test movies (corpora.rotten_tomatoes' split)."""
+    train, dev, test = (
+        [r.text for r in corpora.rotten_tomatoes(s)] for s in ("train", "dev", "test")
     )
+    return _words_capitalised(tok, max_length, _subset(train, train_examples, seed, "snippets"),
+                              dev, test)  # fmt: skip
+
+
+def _words_capitalised(tok, max_length: int, *parts: Sequence[str]) -> tuple:
+    """A dataset per part: each text lower-cased, its words labelled capitalised or not."""
+    return tuple(
+        finetuning.TokenLabellingDataset(finetuning.capitalisation_examples(p, tok, max_length))
+        for p in parts
+    )
+
+
+def _capitalisation_task(name: str, load: Loader, description: str) -> Task:
+    """A task of restoring capitalisation: a label per word, kept by the F1 of capitalised words
+    (most words are lower-case: accuracy would favour answering "lower" everywhere)."""
+    return Task(name=name, labels=("lower", "capitalised"), shape="words", unit="word", load=load,
+                metrics=finetuning.token_metrics, selection=Selection("f1", finetuning.positive_f1),
+                description=description)  # fmt: skip
 
 
 register(
@@ -178,15 +199,17 @@ register(
     )
 )
 register(
-    Task(
-        name="capitalisation",
-        labels=("lower", "capitalised"),
-        shape="words",
-        unit="word",
-        load=_capitalisation,
-        metrics=finetuning.token_metrics,
-        # 82% of words are lower-case: F1 of the capitalised ones, not accuracy
-        selection=Selection("f1", finetuning.positive_f1),
-        description="which words of lower-cased Wikipedia text were capitalised (a token task)",
+    _capitalisation_task(
+        "capitalisation",
+        _capitalisation,
+        "which words of lower-cased Wikipedia text were capitalised (a token task)",
+    )
+)
+register(
+    _capitalisation_task(
+        "review-capitalisation",
+        _review_capitalisation,
+        "which words of lower-cased review snippets were capitalised (the token task in the "
+        "reviews' domain, split by movie)",
     )
 )

@@ -22,11 +22,9 @@ Ctrl-C, which takes effect when the current step is done (a second Ctrl-C stops 
 from __future__ import annotations
 
 import dataclasses
-import pickle
 import signal
 import threading
 import time
-import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,7 +34,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from minibert import distributed
+from minibert import distributed, run_state
 from minibert.config import IGNORE_INDEX
 from minibert.options import (
     COUNT,
@@ -49,18 +47,16 @@ from minibert.options import (
     option,
     saved,
 )
-from minibert.utils import atomic_write, evaluating, remove_partial_files
+from minibert.run_state import Position, Run, TrainingError
+from minibert.utils import evaluating, remove_partial_files
 
 __all__ = [
     "TrainOptions",
-    "TrainingError",
     "evaluate",
     "linear_schedule",
     "make_optimizer",
     "train",
 ]
-
-STATE_FILE = "training_state.pt"
 
 
 def _device_problem(name: Any) -> str | None:
@@ -81,7 +77,9 @@ def _device_problem(name: Any) -> str | None:
 class TrainOptions:
     """The loop's options: schedule, batches, evaluation, checkpoints, seed and device."""
 
-    steps: int = option(help="optimizer steps", check=POSITIVE_INT)
+    steps: int | None = option(
+        None, help="optimizer steps", check=POSITIVE_INT,
+    )  # fmt: skip
     batch_size: int = option(32, help="examples per micro-batch", check=POSITIVE_INT)
     grad_accum_steps: int = option(
         1,
@@ -89,7 +87,7 @@ class TrainOptions:
         "weighted once)",
         check=POSITIVE_INT,
     )
-    lr: float = option(1e-4, help="peak learning rate of AdamW", check=POSITIVE)
+    lr: float | None = option(1e-4, help="peak learning rate of AdamW", check=POSITIVE)
     warmup_steps: int | None = option(
         None, help="linear warm-up steps (default: 10% of the steps)", check=COUNT
     )
@@ -102,7 +100,9 @@ class TrainOptions:
     group_by_length: bool = option(
         False, help="batch examples of similar length together (less padding when fine-tuning)"
     )
-    eval_every: int = option(100, help="steps between held-out evaluations", check=POSITIVE_INT)
+    eval_every: int | None = option(
+        100, help="steps between held-out evaluations", check=POSITIVE_INT
+    )
     eval_batches: int | None = option(
         None, help="limit held-out evaluation to this many batches", check=POSITIVE_INT,
         resume="free",
@@ -118,6 +118,11 @@ class TrainOptions:
         resume="free",
         save=False,
     )
+    resume: bool = option(
+        False, help="continue the interrupted run in the output folder", save=False,
+        resume="free",
+    )  # fmt: skip
+    progress: bool = option(True, help="show a progress bar", cli=False, save=False, resume="free")
     seed: int = option(
         0, help="seed for data order, masking, initialisation and dropout", check=SEED
     )
@@ -140,7 +145,7 @@ class TrainOptions:
         check_fields(self)
         for name, low in (("warmup_steps", 0), ("stop_after", 1)):
             value = getattr(self, name)
-            if value is not None and not low <= value <= self.steps:
+            if value is not None and self.steps is not None and not low <= value <= self.steps:
                 raise ValueError(f"{name} must be in [{low}, steps={self.steps}], got {value!r}")
 
     @property
@@ -160,10 +165,6 @@ def _train_settings(options: TrainOptions) -> dict[str, Any]:
 
 Batch = dict[str, torch.Tensor]
 MetricsFn = Callable[[Batch, Any], dict[str, tuple[float, float]]]  # name -> (sum, count)
-
-
-class TrainingError(RuntimeError):
-    """Training cannot go on (a NaN or infinite loss, a checkpoint that does not fit)."""
 
 
 def make_optimizer(
@@ -266,89 +267,6 @@ def _micro_batch_drawer(
     return draw
 
 
-# --- saving and restoring a run ----------------------------------------------------------------
-
-
-def _save_state(path: Path, run: dict[str, Any], seconds: float) -> None:
-    """Write the run at a step boundary (model, optimizer, schedule, rng, history, clock) atomically."""
-    state = {
-        "model": run["model"].state_dict(),
-        "optimizer": run["optimizer"].state_dict(),
-        "scheduler": run["scheduler"].state_dict(),
-        "torch_rng": torch.get_rng_state(),  # dropout draws from torch's generator
-        "step": run["step"],
-        "history": run["history"],
-        "seconds": seconds,
-        "eval_pending": run["eval_pending"],
-        "settings": run["settings"],
-    }
-    atomic_write(path, lambda tmp: torch.save(state, tmp))
-
-
-def _restore_state(
-    path: Path, run: dict[str, Any], device: torch.device, leftovers: list[Path]
-) -> None:
-    """Load a saved run into `run`, refusing one made with other settings (named)."""
-    if not path.is_file():
-        found = sorted(p.name for p in path.parent.iterdir()) if path.parent.is_dir() else []
-        found += [f"{p.name} (an unfinished write, removed)" for p in leftovers]
-        raise TrainingError(
-            f"resume: no {path.name} in {path.parent} (it holds: {', '.join(found) or 'nothing'}); "
-            "start without resume, or point to the folder of the interrupted run"
-        )
-    state = _read_state(path, device)
-    saved = state["settings"]
-    differ = [
-        f"{k}={run['settings'][k]!r} (the checkpoint has {saved[k]!r})"
-        for k in run["settings"]
-        if k in saved and saved[k] != run["settings"][k]
-    ]
-    if differ:
-        raise TrainingError(
-            f"the checkpoint in {path.parent} was made with other settings: {', '.join(differ)}; "
-            "resume with the same settings, or start a new run in another folder"
-        )
-    try:
-        run["model"].load_state_dict(state["model"])
-        run["optimizer"].load_state_dict(state["optimizer"])
-        run["scheduler"].load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["torch_rng"].cpu())
-    except (RuntimeError, ValueError, KeyError, TypeError) as exc:  # another model's, or damaged
-        cause = " ".join(str(exc).split())  # load_state_dict's message spans lines
-        raise ValueError(f"{path} does not fit this run ({cause:.300}); {AGAIN}") from None
-    run.update({k: state[k] for k in ("step", "seconds", "eval_pending")})
-    run["history"] = list(state["history"])
-
-
-AGAIN = "start again without resume (--overwrite on the command line)"
-STATE_TYPES = {"model": dict, "optimizer": dict, "scheduler": dict, "torch_rng": torch.Tensor,
-               "step": int, "history": list, "seconds": float, "eval_pending": bool,
-               "settings": dict}  # fmt: skip
-
-
-def _read_state(path: Path, device: torch.device) -> dict[str, Any]:
-    """A saved run's state; a file that is damaged or holds something else raises a ValueError.
-    torch.save writes a zip with a checksum per entry: checked first, they find a flipped bit."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            bad = archive.testzip()
-        if bad is not None:
-            raise ValueError(f"the data of {bad} fails its checksum")
-        # weights_only: a damaged or foreign pickle is refused, never run
-        state = torch.load(path, map_location=device, weights_only=True)
-    except (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, OSError, ValueError,
-            KeyError, pickle.UnpicklingError) as exc:  # fmt: skip
-        cause = " ".join(str(exc).split()) or type(exc).__name__
-        raise ValueError(f"{path} is damaged ({cause:.200}); {AGAIN}") from None
-    wrong = [key for key, kind in STATE_TYPES.items()
-             if not isinstance(state, dict) or not isinstance(state.get(key), kind)]  # fmt: skip
-    if wrong:
-        raise ValueError(
-            f"{path} is not a minibert training state (no valid {', '.join(wrong)}); {AGAIN}"
-        )
-    return state
-
-
 @contextmanager
 def _deferred_ctrl_c() -> Iterator[dict[str, bool]]:
     """While inside, the first Ctrl-C only sets flag["stop"] (the loop stops at a step boundary)."""
@@ -385,8 +303,6 @@ def train(
     collate_fn: Callable | None = None,
     metrics_fn: MetricsFn | None = None,
     out_dir: str | Path | None = None,
-    resume: bool = False,
-    progress: bool = True,
     on_eval: Callable[[list[dict]], None] | None = None,
     forward_kwargs: dict[str, Any] | None = None,
     **changes: Any,
@@ -394,114 +310,146 @@ def train(
     """Train `model` for options.steps optimizer steps; return the history (one dict per step).
 
     options is a TrainOptions; keyword changes set or override its fields:
-    ``train(model, data, steps=300, lr=1e-3)``. metrics_fn(batch, output) -> {name: (sum, count)}
-    adds the task's held-out measures; forward_kwargs are extra arguments for the model in
-    training steps (not in evaluation), e.g. {"sparse_mlm": True} for BertForPreTraining.
-    stop_after pauses the run after that many steps of its schedule and saves its state:
-    resume=True continues it. group_by_length batches examples of similar length (len of each
-    item's "input_ids") together, which saves the padding of short texts of mixed lengths.
+    ``train(model, data, steps=300, lr=1e-3, progress=False)``. metrics_fn(batch, output) ->
+    {name: (sum, count)} adds the task's held-out measures; forward_kwargs are extra arguments for
+    the model in training steps (not in evaluation), e.g. {"sparse_mlm": True} for
+    BertForPreTraining. stop_after pauses the run after that many steps of its schedule and saves
+    its state in out_dir: resume=True continues it. group_by_length batches examples of similar
+    length (len of each item's "input_ids") together, which saves the padding of short texts of
+    mixed lengths. threads applies for the run only: torch's thread count is restored after.
     """
     o = _with_changes(options, changes)
-    _check_run(o, train_data, eval_data, out_dir, resume)
-    if o.threads:
-        torch.set_num_threads(o.threads)
-    device = torch.device(o.device) if o.device else next(model.parameters()).device
-    model.to(device)
-    run = _new_run(model, o, device)
-    lengths = [len(item["input_ids"]) for item in train_data] if o.group_by_length else None
-    state_path = Path(out_dir) / STATE_FILE if out_dir is not None else None
-    leftovers = remove_partial_files(out_dir) if out_dir is not None else []  # a hard kill's
-    if resume:
-        _restore_state(state_path, run, device, leftovers)
-
-    def evaluate_now() -> None:
-        metrics = evaluate(
-            model, eval_data, o.batch_size, collate_fn, o.eval_batches, device, metrics_fn
-        )
-        record = run["history"][-1]
-        record.update({f"eval_{k}": v for k, v in metrics.items()})
-        record["seconds"] = run["seconds"] + time.perf_counter() - started
-        run["eval_pending"] = False
-        if on_eval is not None:
-            on_eval(run["history"])
-
-    def save() -> None:
-        if state_path is not None and distributed.is_main():
-            _save_state(state_path, run, run["seconds"] + time.perf_counter() - started)
-
-    from tqdm.auto import tqdm
-
-    bar = tqdm(
-        total=o.steps, initial=run["step"], desc="training", unit="step",
-        disable=not progress or not distributed.is_main(),
-    )  # fmt: skip
-    model.train()
-    started = time.perf_counter()
-    at: dict[str, Any] = {"phase": "boundary"}  # where an interrupt lands (_to_boundary)
+    _check_run(o, train_data, eval_data, out_dir)
+    threads = torch.get_num_threads()
     try:
-        with _deferred_ctrl_c() as ctrl_c:
-            if run["eval_pending"]:  # the saved run was interrupted during this evaluation
-                at["phase"] = "eval"
-                evaluate_now()
-            while run["step"] < (o.stop_after or o.steps):
-                if distributed.any_process(ctrl_c["stop"]):  # every process stops at this step
-                    raise KeyboardInterrupt
-                _step(run, at, lambda: _forward_backward(run, train_data, collate_fn, device,
-                                                         forward_kwargs, lengths))  # fmt: skip
-                bar.update(1)
-                bar.set_postfix(loss=f"{at['loss']:.3f}")
-                if (eval_data is not None and distributed.is_main()
-                        and (run["step"] % o.eval_every == 0 or run["step"] == o.steps)):  # fmt: skip
-                    at["phase"], run["eval_pending"] = "eval", True
-                    evaluate_now()
-                at["phase"] = "boundary"
-                if o.checkpoint_every and run["step"] % o.checkpoint_every == 0:
-                    save()
-    except KeyboardInterrupt:
+        if o.threads:
+            torch.set_num_threads(o.threads)
+        device = torch.device(o.device) if o.device else next(model.parameters()).device
+        model.to(device)
+        session = _Session(_new_run(model, o, device), device, out_dir, eval_data,
+                           (collate_fn, metrics_fn, on_eval))  # fmt: skip
+        lengths = [len(item["input_ids"]) for item in train_data] if o.group_by_length else None
+        session.run_steps(lambda: _forward_backward(session.run, train_data, collate_fn, device,
+                                                    forward_kwargs, lengths))  # fmt: skip
+        return session.run.history
+    finally:
+        torch.set_num_threads(threads)
+
+
+class _Session:
+    """One call of train(): the run, where its state is saved, and its evaluation."""
+
+    def __init__(self, run: Run, device: torch.device, out_dir, eval_data, calls: tuple) -> None:
+        self.run, self.device, self.out_dir, self.eval_data = run, device, out_dir, eval_data
+        self.collate_fn, self.metrics_fn, self.on_eval = calls
+        self.state_path = Path(out_dir) / run_state.STATE_FILE if out_dir is not None else None
+        leftovers = remove_partial_files(out_dir) if out_dir is not None else []  # a hard kill's
+        if run.options.resume:
+            run_state.restore(self.state_path, run, device, leftovers)
+        self.started = time.perf_counter()
+
+    def evaluate_now(self) -> None:
+        """Measure on the held-out data; the measures go into the last step's record."""
+        o, run = self.run.options, self.run
+        metrics = evaluate(run.model, self.eval_data, o.batch_size, self.collate_fn,
+                           o.eval_batches, self.device, self.metrics_fn)  # fmt: skip
+        record = run.history[-1]
+        record.update({f"eval_{k}": v for k, v in metrics.items()})
+        record["seconds"] = run.seconds + time.perf_counter() - self.started
+        run.eval_pending = False
+        if self.on_eval is not None:
+            self.on_eval(run.history)
+
+    def save(self) -> None:
+        """Save the run's state (by the process that writes), if it has a folder."""
+        if self.state_path is not None and distributed.is_main():
+            run_state.save(
+                self.state_path, self.run, self.run.seconds + time.perf_counter() - self.started
+            )
+
+    def run_steps(self, forward_backward: Callable[[], float]) -> None:
+        """Take the steps of the schedule (until stop_after), evaluating and saving as asked."""
+        run, o = self.run, self.run.options
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=o.steps, initial=run.step, desc="training", unit="step",
+                   disable=not o.progress or not distributed.is_main())  # fmt: skip
+        run.model.train()
+        at = Position()  # where an interrupt lands (_to_boundary)
+        try:
+            with _deferred_ctrl_c() as ctrl_c:
+                if run.eval_pending:  # the saved run was interrupted during this evaluation
+                    at.phase = "eval"
+                    self.evaluate_now()
+                while run.step < (o.stop_after or o.steps):
+                    if distributed.any_process(ctrl_c["stop"]):  # every process stops here
+                        raise KeyboardInterrupt
+                    _step(run, at, forward_backward)
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{at.loss:.3f}")
+                    self._after_step(at)
+        except KeyboardInterrupt:
+            bar.close()
+            self._interrupted(at)
+            raise
         bar.close()
-        saveable = _to_boundary(run, at)
-        if state_path is None:
+        self.save()
+
+    def _after_step(self, at: Position) -> None:
+        run, o = self.run, self.run.options
+        if (
+            self.eval_data is not None
+            and distributed.is_main()
+            and (run.step % o.eval_every == 0 or run.step == o.steps)
+        ):
+            at.phase, run.eval_pending = "eval", True
+            self.evaluate_now()
+        at.phase = "boundary"
+        if o.checkpoint_every and run.step % o.checkpoint_every == 0:
+            self.save()
+
+    def _interrupted(self, at: Position) -> None:
+        """After Ctrl-C: back to a step boundary, saved if it can be, and say where."""
+        saveable = _to_boundary(self.run, at)
+        if self.state_path is None:
             where = ""
         elif not saveable:
-            where = f"; the update was cut in half, so the last checkpoint in {out_dir} stands"
+            where = f"; the update was cut in half, so the last checkpoint in {self.out_dir} stands"
         else:
-            save()
-            where = f"; a checkpoint of step {run['step']} is in {out_dir} (resume=True continues)"
-        print(f"training interrupted at step {run['step']}{where}")
-        raise
-    bar.close()
-    save()
-    return run["history"]
+            self.save()
+            where = (
+                f"; a checkpoint of step {self.run.step} is in {self.out_dir} (resume=True "
+                "continues)"
+            )
+        print(f"training interrupted at step {self.run.step}{where}")
 
 
 def _check_run(
-    o: TrainOptions,
-    train_data: Sequence,
-    eval_data: Sequence | None,
-    out_dir: str | Path | None,
-    resume: bool,
+    o: TrainOptions, train_data: Sequence, eval_data: Sequence | None, out_dir: str | Path | None
 ) -> None:
     """Refuse data and folders the options cannot run with, before anything is done."""
+    if unset := [name for name in ("steps", "lr", "eval_every") if getattr(o, name) is None]:
+        raise ValueError(f"train needs {' and '.join(unset)} (None is left for a recipe to fill)")
     if len(train_data) < o.batch_size:
         raise ValueError(
             f"train_data has {len(train_data)} examples, fewer than one batch of {o.batch_size}"
         )
     if eval_data is not None and len(eval_data) == 0:
         raise ValueError("eval_data is empty; pass None to train without evaluation")
-    if (o.checkpoint_every or resume or o.stop_after) and out_dir is None:
+    if (o.checkpoint_every or o.resume or o.stop_after) and out_dir is None:
         raise ValueError("checkpoints, stop_after and resume need out_dir")
 
 
-def _step(run: dict[str, Any], at: dict[str, Any], forward_backward: Callable[[], float]) -> None:
+def _step(run: Run, at: Position, forward_backward: Callable[[], float]) -> None:
     """One optimizer step, each phase noted in `at` (where an interrupt would land)."""
-    o, model = run["options"], run["model"]
-    at.update(phase="step", rng=torch.get_rng_state(), step=run["step"])
-    at["loss"], at["grad_norm"] = forward_backward(), None
+    o, model = run.options, run.model
+    at.phase, at.rng, at.step = "step", torch.get_rng_state(), run.step
+    at.loss, at.grad_norm = forward_backward(), None
     if o.max_grad_norm is not None:
-        at["grad_norm"] = float(nn.utils.clip_grad_norm_(model.parameters(), o.max_grad_norm))
-    at.update(phase="update", adam_before=_adam_steps(run["optimizer"]))
-    run["optimizer"].step()
-    at["phase"] = "bookkeeping"
+        at.grad_norm = float(nn.utils.clip_grad_norm_(model.parameters(), o.max_grad_norm))
+    at.phase, at.adam_before = "update", _adam_steps(run.optimizer)
+    run.optimizer.step()
+    at.phase = "bookkeeping"
     _finish_step(run, at)
 
 
@@ -516,7 +464,7 @@ def _with_changes(options: TrainOptions | None, changes: dict[str, Any]) -> Trai
         raise TypeError(f"train: {exc}; the options are {known}") from None
 
 
-def _new_run(model: nn.Module, o: TrainOptions, device: torch.device) -> dict[str, Any]:
+def _new_run(model: nn.Module, o: TrainOptions, device: torch.device) -> Run:
     """A run at step 0: the model (and what to call in training: DDP around it under torchrun),
     AdamW, the schedule, an empty history, the settings."""
     processes = distributed.start(device)
@@ -526,40 +474,30 @@ def _new_run(model: nn.Module, o: TrainOptions, device: torch.device) -> dict[st
         )
     optimizer = make_optimizer(model, o.lr, o.weight_decay, fused=device.type == "cuda")
     warmup = o.warmup
-    return {
-        "model": model,
-        "forward": distributed.wrap(model),
-        "options": o,
-        "optimizer": optimizer,
-        "scheduler": torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda s: linear_schedule(s, warmup, o.steps)
-        ),
-        "step": 0,
-        "history": [],
-        "seconds": 0.0,
-        "eval_pending": False,
-        "settings": _train_settings(o),
-    }
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: linear_schedule(s, warmup, o.steps)
+    )
+    return Run(model, distributed.wrap(model), o, optimizer, schedule, _train_settings(o))
 
 
-def _to_boundary(run: dict[str, Any], at: dict[str, Any]) -> bool:
+def _to_boundary(run: Run, at: Position) -> bool:
     """After Ctrl-C, bring the run to a step boundary; False if an update was cut in half."""
-    phase = at["phase"]
+    phase = at.phase
     if phase == "update":
-        after = _adam_steps(run["optimizer"])
-        if after == at["adam_before"]:
+        after = _adam_steps(run.optimizer)
+        if after == at.adam_before:
             phase = "step"  # the optimizer had not moved
-        elif after == {max(at["adam_before"], default=0) + 1}:
+        elif after == {max(at.adam_before, default=0) + 1}:
             phase = "bookkeeping"  # it had moved every parameter: the step is done
     if phase == "step":
-        torch.set_rng_state(at["rng"])  # the state where the step began
+        torch.set_rng_state(at.rng)  # the state where the step began
     elif phase == "bookkeeping":
         _finish_step(run, at)
     return phase != "update"
 
 
 def _forward_backward(
-    run: dict[str, Any],
+    run: Run,
     train_data: Sequence,
     collate_fn: Callable | None,
     device: torch.device,
@@ -573,18 +511,19 @@ def _forward_backward(
     The micro-batches stream: the labels are counted from the examples first, then each
     micro-batch is collated just before its forward, so only one is ever held in memory.
     """
-    model, o, step = run["model"], run["options"], run["step"]
+    model, o, step = run.model, run.options, run.step
     model.zero_grad(set_to_none=True)
-    processes, forward = distributed.world()[1], run["forward"]
+    processes, forward = distributed.world()[1], run.forward
     parts = o.grad_accum_steps * processes
     draw = _micro_batch_drawer(train_data, o, step, lengths)
     collate = collate_fn or (lambda items: items)
-    local, prebuilt = _step_label_counts(draw, o.grad_accum_steps, collate, parts)
+    losses = getattr(model, "label_losses", {})  # the model's: label tensor -> its loss
+    local, prebuilt = _step_label_counts(draw, o.grad_accum_steps, collate, parts, losses)
     totals = distributed.all_sum(local)  # the step's labels in every process
     loss_value, seen = 0.0, {}
     for micro in range(o.grad_accum_steps):
         batch = prebuilt[micro] if prebuilt else collate(draw(micro))
-        count = label_counts(batch)
+        count = label_counts(batch, losses)
         seen = _add(seen, count)
         if device.type != "cpu" and hasattr(model, "check_batch"):  # what forward skips there
             model.check_batch(batch)  # on the host, before the batch moves
@@ -593,11 +532,11 @@ def _forward_backward(
         with distributed.no_sync(forward, last=micro == o.grad_accum_steps - 1):
             with bf16:
                 out = forward(**batch, **(forward_kwargs or {}))
-            loss = out.loss if parts == 1 else _share(out, count, totals, parts)
+            loss = out.loss if parts == 1 else _share(out, count, totals, parts, losses)
             if not torch.isfinite(loss):
                 raise TrainingError(
                     f"the loss became {loss.item()} at step {step + 1}; lower the learning "
-                    f"rate (now {run['scheduler'].get_last_lr()[0]:.2e}) or check the data"
+                    f"rate (now {run.scheduler.get_last_lr()[0]:.2e}) or check the data"
                 )
             (loss * processes).backward()  # DDP averages the processes' gradients: undo the 1/N
         loss_value += loss.item()
@@ -613,17 +552,18 @@ def _forward_backward(
 
 
 def _step_label_counts(
-    draw: Callable[[int], list], micro_batches: int, collate: Callable, parts: int
-) -> tuple[dict[str, int], list | None]:
+    draw: Callable[[int], list], micro_batches: int, collate: Callable, parts: int,
+    losses: dict[str, str],
+) -> tuple[dict[str, int], list | None]:  # fmt: skip
     """The labels of the step's micro-batches (needed before the first backward), counted from
     their examples; and the collated micro-batches where they had to be built to count them
     (examples that are not dicts of labels). One micro-batch in one process needs no count."""
     local: dict[str, int] = {}
-    for micro in range(micro_batches if parts > 1 else 0):
-        count = _example_label_counts(draw(micro))
+    for micro in range(micro_batches if parts > 1 and losses else 0):
+        count = _example_label_counts(draw(micro), losses)
         if count is None:
             prebuilt = [collate(draw(m)) for m in range(micro_batches)]
-            return _add({}, *map(label_counts, prebuilt)), prebuilt
+            return _add({}, *(label_counts(b, losses) for b in prebuilt)), prebuilt
         local = _add(local, count)
     return local, None
 
@@ -637,25 +577,22 @@ def _add(*counts: dict[str, int]) -> dict[str, int]:
     return total
 
 
-# a batch's label tensor -> the output's loss that averages over it (the first one present)
-LABELS = {"mlm_labels": ("mlm_loss",), "next_sentence_label": ("nsp_loss",), "labels": ("loss",)}
-
-
-def label_counts(batch: Any) -> dict[str, int]:
-    """How many predictions each loss of a batch averages over: its labels that are not ignored."""
+def label_counts(batch: Any, losses: dict[str, str]) -> dict[str, int]:
+    """How many predictions each loss of a batch averages over: its labels that are not ignored.
+    losses is the model's ``label_losses``: each label tensor's name -> the loss it averages."""
     if not isinstance(batch, dict):
         return {}
-    return {key: int((batch[key] != IGNORE_INDEX).sum()) for key in LABELS
+    return {key: int((batch[key] != IGNORE_INDEX).sum()) for key in losses
             if isinstance(batch.get(key), torch.Tensor)}  # fmt: skip
 
 
-def _example_label_counts(items: Sequence) -> dict[str, int] | None:
+def _example_label_counts(items: Sequence, losses: dict[str, str]) -> dict[str, int] | None:
     """label_counts of the batch these examples collate to, without collating them (padding only
     adds ignored labels); None when they are not dicts that hold labels."""
     if not items or not all(isinstance(item, dict) for item in items):
         return None
     counts = {}
-    for key in (key for key in LABELS if key in items[0]):
+    for key in (key for key in losses if key in items[0]):
         try:  # an int per example, or one per token (a list or a tensor)
             labels = [torch.as_tensor(item[key]) for item in items]
         except (KeyError, TypeError, ValueError, RuntimeError):
@@ -664,34 +601,36 @@ def _example_label_counts(items: Sequence) -> dict[str, int] | None:
     return counts or None
 
 
-def _share(out: Any, count: dict[str, int], totals: dict[str, int], parts: int) -> torch.Tensor:
+def _share(
+    out: Any, count: dict[str, int], totals: dict[str, int], parts: int, losses: dict[str, str]
+) -> torch.Tensor:
     """A micro-batch's part of the step's loss (parts: micro-batches x processes): each labelled
     loss (a mean over this micro-batch's labels) weighted by count / total, so the step sums every
     label once; what no label count covers (an auxiliary loss) is averaged over the parts."""
     loss = out.loss / parts
     for key, n in count.items():
-        names = [name for name in LABELS[key] if getattr(out, name, None) is not None]
-        if names and totals.get(key):
-            loss = loss + getattr(out, names[0]) * (n / totals[key] - 1 / parts)
+        labelled = getattr(out, losses[key], None)
+        if labelled is not None and totals.get(key):
+            loss = loss + labelled * (n / totals[key] - 1 / parts)
     return loss
 
 
-def _finish_step(run: dict[str, Any], at: dict[str, Any]) -> None:
-    """After optimizer.step() of step at["step"]: advance the schedule, count the step, record it.
+def _finish_step(run: Run, at: Position) -> None:
+    """After optimizer.step() of step at.step: advance the schedule, count the step, record it.
 
     Idempotent, so that an interrupt in the middle of it can finish it again.
     """
-    step, o = at["step"], run["options"]
-    if run["scheduler"].last_epoch == step:
-        run["scheduler"].step()
-    run["step"] = step + 1
-    if len(run["history"]) == step:  # one record per step
+    step, o = at.step, run.options
+    if run.scheduler.last_epoch == step:
+        run.scheduler.step()
+    run.step = step + 1
+    if len(run.history) == step:  # one record per step
         record = {
             "step": step + 1,
-            "train_loss": at["loss"],
-            "lr": run["scheduler"].get_last_lr()[0],
+            "train_loss": at.loss,
+            "lr": run.scheduler.get_last_lr()[0],
             "examples": (step + 1) * o.batch_size * o.grad_accum_steps,
         }
-        if at["grad_norm"] is not None:
-            record["grad_norm"] = at["grad_norm"]
-        run["history"].append(record)
+        if at.grad_norm is not None:
+            record["grad_norm"] = at.grad_norm
+        run.history.append(record)

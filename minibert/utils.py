@@ -22,8 +22,9 @@ def set_seed(seed: int) -> None:
     import numpy as np
     import torch
 
-    random.seed(seed)
-    os.environ["PYTHONHASHSEED"] = str(seed)
+    random.seed(
+        seed
+    )  # (PYTHONHASHSEED is read only when Python starts: setting it here does nothing)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)  # also seeds every CUDA device
 

@@ -3,7 +3,7 @@
     vocab = train_wordpiece(texts, vocab_size=8000)   # a list of tokens, ids = positions
     tok = BertTokenizer(vocab)
 
-The trainer cuts texts into words with ``tokenization.BasicTokenizer`` (the same rules the
+The trainer cuts texts into words with ``wordpiece.BasicTokenizer`` (the same rules the
 tokenizer applies), so a vocabulary it learns tokenizes text the way it was trained.
 """
 
@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from minibert.tokenization import MAX_INPUT_CHARS_PER_WORD, SPECIAL_TOKENS, BasicTokenizer
+from minibert.wordpiece import MAX_INPUT_CHARS_PER_WORD, SPECIAL_TOKENS, BasicTokenizer
 
 __all__ = ["train_wordpiece"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from minibert import assets
+from minibert import assets, cli
 
 ISSUE_MEMBERS = {  # as measured on the published files (issue 2)
     ("wikipedia", "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"): (
@@ -144,22 +144,24 @@ def test_offline_fetch_gives_one_clear_error(monkeypatch, tmp_path):
     with pytest.raises(ConnectionError) as info:
         assets.fetch("rotten_tomatoes", quiet=True)
     message = str(info.value)
-    assert "python -m minibert.assets fetch rotten_tomatoes" in message
+    assert "python -m minibert fetch rotten_tomatoes" in message
     assert "Traceback" not in message
     # the command line prints the message without a traceback and exits 1
-    code = assets.main(["fetch", "rotten_tomatoes", "--quiet"])
+    code = cli.main(["fetch", "rotten_tomatoes", "--quiet"])
     assert code == 1
 
 
 def test_command_line_list_and_path():
     done = subprocess.run(
-        [sys.executable, "-m", "minibert.assets", "list"], capture_output=True, text=True
+        [sys.executable, "-m", "minibert", "assets", "list"], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
     for name in assets.ASSETS:
         assert name in done.stdout
     assert "ready" in done.stdout and "CC BY-SA 3.0" in done.stdout
     done = subprocess.run(
-        [sys.executable, "-m", "minibert.assets", "path", "minilm"], capture_output=True, text=True
+        [sys.executable, "-m", "minibert", "assets", "path", "minilm"],
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0 and Path(done.stdout.strip()) == assets.path("minilm")

@@ -23,7 +23,7 @@ def folders(tmp_path_factory):
             model="course",
             task=name,
             train_examples=32,
-            max_steps=2,
+            steps=2,
             batch_size=16,
             max_length=32,
             evaluations=1,

@@ -82,7 +82,7 @@ def same_folders(a: Path, b: Path, atol: float) -> None:
     "recipe, atol",
     [(["pretrain", "--preset", "tiny", "--steps", "3", "--dropout", "0", "--vocab-size", "500",
        "--max-len", "64", "--eval-every", "3", "--eval-batches", "2"], 3e-6),
-     (["finetune", "--model", "course", "--train-examples", "64", "--max-steps", "4",
+     (["finetune", "--model", "course", "--train-examples", "64", "--steps", "4",
        "--dropout", "0", "--evaluations", "2"], 5e-5)],
     ids=["pretrain", "finetune"],
 )  # fmt: skip

@@ -27,7 +27,8 @@ from minibert import recipes, set_seed
 from minibert.assets import path as asset_path
 from minibert.model import BertForMaskedLM, BertForPreTraining
 from minibert.tokenization import BertTokenizer
-from minibert.training import TrainingError, evaluate, train
+from minibert.run_state import TrainingError
+from minibert.training import evaluate, train
 from minibert.utils import atomic_write
 
 VOCAB = 40
@@ -325,7 +326,7 @@ def test_an_empty_batch_is_refused_by_the_tokenizer():
 
 def test_assets_list_into_a_closed_pipe_is_quiet():
     done = subprocess.run(
-        f"{sys.executable} -m minibert.assets list | head -n 1",
+        f"{sys.executable} -m minibert assets list | head -n 1",
         shell=True,
         capture_output=True,
         text=True,

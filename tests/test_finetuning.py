@@ -65,9 +65,13 @@ def test_measures():
     sums = finetuning.classification_metrics(batch, SimpleNamespace(logits=logits))
     assert sums == {
         "accuracy": (2, 4),
+        "recall_0": (1, 2),
+        "recall_1": (1, 2),
         "positive_precision": (1, 2),
         "positive_recall": (1, 2),
     }
+    record = {f"eval_{k}": a / b for k, (a, b) in sums.items()}
+    assert finetuning.balanced_accuracy(record) == 0.5 and finetuning.positive_f1(record) == 0.5
     assert finetuning.confusion_matrix([0, 1, 0, 1], [0, 1, 1, 0], 2) == [[1, 1], [1, 1]]
     assert finetuning.f1_score(0.5, 1.0) == pytest.approx(2 / 3)
     assert finetuning.f1_score(0.0, 0.0) == 0.0
@@ -77,7 +81,9 @@ def test_measures():
 
 def test_scores():
     got = finetuning.scores([0, 1, 1, 1], [0, 1, 0, 1])
-    assert got == {"accuracy": 0.75, "f1": pytest.approx(0.8), "confusion": [[1, 0], [1, 2]]}
+    assert got == {"accuracy": 0.75, "balanced_accuracy": pytest.approx((1 + 2 / 3) / 2),
+                   "precision": 1.0, "recall": pytest.approx(2 / 3), "f1": pytest.approx(0.8),
+                   "confusion": [[1, 0], [1, 2]]}  # fmt: skip
     assert finetuning.scores([1, 1], [0, 0])["f1"] == 0.0  # never predicted: 0, not an error
     with pytest.raises(ValueError, match="no labels"):
         finetuning.scores([], [])
@@ -97,7 +103,7 @@ def test_capitalisation_labels_come_from_the_text(tok):
 def test_finetune_end_to_end_saves_a_folder_transformers_loads(tiny_folder, tmp_path):
     out = tmp_path / "rt"
     result = finetune(
-        out, model=tiny_folder, train_examples=96, batch_size=16, max_steps=6,
+        out, model=tiny_folder, train_examples=96, batch_size=16, steps=6,
         max_length=32, lr=1e-3, progress=False,
     )  # fmt: skip
     assert [h["step"] for h in result.history if "eval_accuracy" in h] == [6]
@@ -120,7 +126,7 @@ def test_finetune_end_to_end_saves_a_folder_transformers_loads(tiny_folder, tmp_
 
 
 def test_freeze_scratch_and_reinit(tiny_folder, tmp_path):
-    common = dict(model=tiny_folder, train_examples=32, batch_size=16, max_steps=2, max_length=32,
+    common = dict(model=tiny_folder, train_examples=32, batch_size=16, steps=2, max_length=32,
                   lr=1e-2, progress=False)  # fmt: skip
     pretrained = BertForSequenceClassification.from_pretrained(tiny_folder).state_dict()
     finetune(tmp_path / "probe", freeze_encoder=True, **common)
@@ -147,8 +153,8 @@ def test_a_small_subset_is_evaluated_every_few_epochs_not_every_epoch(tiny_folde
     )  # fmt: skip
     evaluated = [h["step"] for h in result.history if "eval_loss" in h]
     assert evaluated == list(range(6, 61, 6))  # MAX_EVALUATIONS = 10, every 3 epochs
-    best = max(h["eval_accuracy"] for h in result.history if "eval_accuracy" in h)
-    assert result.dev["accuracy"] == pytest.approx(best)  # the best dev weights are the ones kept
+    best = max(finetuning.balanced_accuracy(h) for h in result.history if "eval_loss" in h)
+    assert result.dev["balanced_accuracy"] == pytest.approx(best)  # the best dev weights are kept
     fewer = finetune(
         tmp_path / "fewer", model=tiny_folder, train_examples=32, batch_size=16, epochs=30,
         max_length=32, lr=1e-3, progress=False, evaluations=3,
@@ -159,7 +165,7 @@ def test_a_small_subset_is_evaluated_every_few_epochs_not_every_epoch(tiny_folde
 def test_token_task_end_to_end(tiny_folder, tmp_path):
     result = finetune(
         tmp_path / "caps", model=tiny_folder, task="capitalisation", train_examples=64,
-        batch_size=16, max_steps=3, max_length=32, lr=1e-3, progress=False,
+        batch_size=16, steps=3, max_length=32, lr=1e-3, progress=False,
     )  # fmt: skip
     assert result.test["unit"] == "word" and result.test["examples"] > 10_000
     config = json.loads((tmp_path / "caps" / "config.json").read_text())

@@ -8,12 +8,15 @@ import re
 import pytest
 
 from minibert import cli
+from minibert.commands.flags import add_arguments, from_namespace
 from minibert.options import (
     POSITIVE_INT,
-    add_arguments,
+    REQUIRED,
+    build,
     changed,
-    from_namespace,
+    declared,
     inherit,
+    nested,
     option,
     saved,
 )
@@ -35,23 +38,23 @@ def test_every_cli_default_is_the_declared_default(command):
     required = ["--out", "x", *(["--steps", "5"] if command == "pretrain" else [])]
     args = _subparser(command).parse_args(required)
     flags = {a.dest for a in _subparser(command)._actions}
-    for f in dataclasses.fields(cls):
-        if not f.metadata["cli"]:
-            assert f.name not in flags, f"{f.name} is declared off the command line"
+    for d in declared(cls):  # the recipe's own options and the loop's it holds
+        if not d.cli:
+            assert d.name not in flags, f"{d.name} is declared off the command line"
             continue
-        assert f.name in flags, f"{f.name} has no flag"
-        if f.default is not dataclasses.MISSING:
-            assert getattr(args, f.name) == f.default, f.name
+        assert d.name in flags, f"{d.name} has no flag"
+        if d.default is not REQUIRED:
+            assert getattr(args, d.name) == d.default, d.name
     made = from_namespace(cls, args)  # the defaults pass their own checks
     assert isinstance(made, cls)
 
 
 @pytest.mark.parametrize("command", sorted(RECIPES))
 def test_every_flag_has_help_and_belongs_to_a_declaration(command):
-    declared = {f.name for f in dataclasses.fields(RECIPES[command])}
+    names = {d.name for d in declared(RECIPES[command])}
     for action in _subparser(command)._actions:
         if action.option_strings and action.dest not in ("help", "out"):
-            assert action.dest in declared, action.dest
+            assert action.dest in names, action.dest
             assert action.help and len(action.help) > 10, action.dest
 
 
@@ -79,35 +82,63 @@ def test_the_command_line_and_python_refuse_the_same_values(flags, message, caps
     with pytest.raises(
         ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
     ):
-        PretrainOptions(**{"steps": 5, name: kind(value)})
+        build(PretrainOptions, **{"steps": 5, name: kind(value)})
 
 
 def test_checks_that_span_options_run_when_the_options_are_made():
     with pytest.raises(ValueError, match=r"stop_after must be in \[1, steps=3\]"):
-        PretrainOptions(steps=3, stop_after=4)
+        build(PretrainOptions, steps=3, stop_after=4)
     with pytest.raises(ValueError, match="init and preset conflict"):
-        PretrainOptions(steps=3, init="course", preset="tiny")
+        build(PretrainOptions, steps=3, init="course", preset="tiny")
     with pytest.raises(ValueError, match="use objective 'none'"):
-        PretrainOptions(steps=3, corpus="reviews")
+        build(PretrainOptions, steps=3, corpus="reviews")
     with pytest.raises(ValueError, match="task must be one of"):
-        FinetuneOptions(task="ner")
+        build(FinetuneOptions, task="ner")
+    with pytest.raises(ValueError, match="steps is required"):
+        build(PretrainOptions)
+    with pytest.raises(TypeError, match="no option 'stpes'; the options are steps, batch_size"):
+        build(FinetuneOptions, stpes=3)
 
 
-def test_finetune_shares_the_loops_declarations_not_copies():
+@pytest.mark.parametrize("command", sorted(RECIPES))
+def test_a_recipe_holds_the_whole_loop_options_declared_once(command):
+    cls = RECIPES[command]
+    (holder,) = [f for f in dataclasses.fields(cls) if "nested" in f.metadata]
+    assert holder.metadata["nested"] is TrainOptions and holder.name == "train"
+    own = {f.name for f in dataclasses.fields(cls)} - {"train"}
     loop = {f.name: f for f in dataclasses.fields(TrainOptions)}
-    for f in dataclasses.fields(FinetuneOptions):
-        if f.name in ("batch_size", "weight_decay", "seed", "device", "threads"):
-            assert f.metadata == loop[f.name].metadata and f.default == loop[f.name].default
-    lr = next(f for f in dataclasses.fields(FinetuneOptions) if f.name == "lr")
-    assert lr.default is None and lr.metadata["check"] is loop["lr"].metadata["check"]
+    assert not own & set(loop), "a loop option declared again by the recipe"
+    for d in declared(cls):  # the very declarations of the loop, not copies
+        if d.name in loop:
+            assert d.field is loop[d.name]
+    args = _subparser(command).parse_args(
+        ["--out", "x", "--steps", "5", "--grad-accum-steps", "2", "--checkpoint-every", "2",
+         "--max-grad-norm", "0.5", "--precision", "bf16"]
+    )  # fmt: skip
+    made = from_namespace(cls, args)
+    assert (made.train.grad_accum_steps, made.train.checkpoint_every) == (2, 2)
+    assert (made.train.max_grad_norm, made.train.precision) == (0.5, "bf16")
+
+
+def test_a_holder_gives_the_loop_its_own_defaults():
+    assert build(PretrainOptions, steps=4).train.lr == 1e-3  # pretraining's
+    finetuning = build(FinetuneOptions).train
+    assert finetuning.lr is None and finetuning.steps is None  # filled by the recipe
+    assert finetuning.group_by_length and TrainOptions(steps=1).lr == 1e-4  # the declared ones
+    with pytest.raises(TypeError, match="TrainOptions has no option nope"):
+        nested(TrainOptions, nope=1)
 
 
 def test_saved_options_and_what_a_resume_may_change():
-    before = saved(PretrainOptions(steps=10, lr=2e-3))
+    before = saved(build(PretrainOptions, steps=10, lr=2e-3))
     assert "resume" not in before and "overwrite" not in before and "stop_after" not in before
     assert before["corpus"] == "wikipedia" and before["lr"] == 2e-3
-    assert changed(before, PretrainOptions(steps=10, lr=2e-3, threads=1, eval_batches=2)) == []
-    assert changed(before, PretrainOptions(steps=10, lr=1e-3)) == ["lr (saved 0.002, now 0.001)"]
+    assert (
+        changed(before, build(PretrainOptions, steps=10, lr=2e-3, threads=1, eval_batches=2)) == []
+    )
+    assert changed(before, build(PretrainOptions, steps=10, lr=1e-3)) == [
+        "lr (saved 0.002, now 0.001)"
+    ]
 
 
 def test_a_new_option_is_one_field():
@@ -142,4 +173,4 @@ def test_u3_seed_beyond_what_the_generators_take_is_refused_by_the_flag(command,
     )
     assert _subparser(command).parse_args([*required, "--seed", str(2**32 - 1)]).seed == 2**32 - 1
     with pytest.raises(ValueError, match=r"seed must be an int in \[0, 2\*\*32 - 1\]"):
-        RECIPES[command](**({"steps": 5} if command == "pretrain" else {}), seed=2**32)
+        build(RECIPES[command], **({"steps": 5} if command == "pretrain" else {}), seed=2**32)

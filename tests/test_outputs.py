@@ -13,7 +13,8 @@ import sys
 import pytest
 
 from minibert import recipes
-from minibert.recipes import outputs
+from minibert.options import build
+from minibert.recipes import finetune_recipe, outputs, pretrain_recipe
 from minibert.recipes.outputs import LOCK, MANIFEST, RUN_FOLDER, FolderBusy, OutputFolder
 from minibert.tokenization import BertTokenizer
 
@@ -42,7 +43,7 @@ def pretrain(out, corpus, **changes):
 
 
 def finetune(out, **changes):
-    options = dict(model="course", train_examples=64, max_steps=1, batch_size=32, evaluations=1,
+    options = dict(model="course", train_examples=64, steps=1, batch_size=32, evaluations=1,
                    progress=False)  # fmt: skip
     return recipes.finetune(out, **{**options, **changes})
 
@@ -164,8 +165,8 @@ def test_d3_the_lock_is_held_for_the_whole_run(tmp_path, monkeypatch):
         seen.append(True)
         return real_train(*args, **kwargs)
 
-    real_train = recipes.train
-    monkeypatch.setattr(recipes, "train", second_run)
+    real_train = finetune_recipe.train
+    monkeypatch.setattr(finetune_recipe, "train", second_run)
     finetune(out)
     assert seen == [True]
 
@@ -185,11 +186,13 @@ def test_s3_vocab_with_vocab_size_is_refused(tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n", encoding="utf-8")
     with pytest.raises(ValueError, match="vocab and vocab_size conflict"):
-        recipes.PretrainOptions(steps=1, vocab=vocab, vocab_size=300)
+        build(recipes.PretrainOptions, steps=1, vocab=vocab, vocab_size=300)
     with pytest.raises(ValueError, match="init and vocab_size conflict"):
-        recipes.PretrainOptions(steps=1, init="course", vocab_size=300)
-    assert recipes.PretrainOptions(steps=1).vocab_size == recipes.VOCAB_SIZE
-    assert recipes.PretrainOptions(steps=1, vocab=vocab).vocab_size is None  # recorded as such
+        build(recipes.PretrainOptions, steps=1, init="course", vocab_size=300)
+    assert build(recipes.PretrainOptions, steps=1).vocab_size == recipes.VOCAB_SIZE
+    assert (
+        build(recipes.PretrainOptions, steps=1, vocab=vocab).vocab_size is None
+    )  # recorded as such
 
 
 @pytest.mark.parametrize(
@@ -218,7 +221,7 @@ def test_u1_a_run_failed_before_its_first_checkpoint_leaves_no_run(tmp_path, cor
     def broken(*args, **kwargs):
         raise RuntimeError("the loop broke")
 
-    monkeypatch.setattr(recipes, "train", broken)
+    monkeypatch.setattr(pretrain_recipe, "train", broken)
     with pytest.raises(RuntimeError, match="the loop broke"):
         pretrain(existing, corpus)
     assert existing.is_dir() and not any(existing.iterdir())  # its own folder stays, empty
@@ -231,7 +234,7 @@ def test_u2_a_link_to_nothing_is_refused_before_any_work(tmp_path, corpus, monke
     def no_work(*args, **kwargs):
         raise AssertionError("the corpus was read before the folder was checked")
 
-    monkeypatch.setattr(recipes, "load_corpus", no_work)
+    monkeypatch.setattr(pretrain_recipe, "load_corpus", no_work)
     with pytest.raises(ValueError, match="is a link to .*missing, which does not exist"):
         pretrain(link, corpus)
     with pytest.raises(ValueError, match="is a link to"):

@@ -119,19 +119,28 @@ def test_imports_follow_the_one_way_data_flow():
         assert not graph[module] & readers, f"{module} imports {sorted(graph[module] & readers)}"
     assert graph["model"] <= {"config", "attention", "checkpoint"}
     assert graph["checkpoint"] <= {"config", "utils"}  # knows no model class
-    assert graph["training"] <= {"utils", "options", "config", "distributed"}  # knows no task
+    assert graph["training"] <= {"utils", "options", "config", "distributed", "run_state"}
+    assert graph["run_state"] <= {"utils"}  # the loop's state knows no task either
     assert graph["distributed"] == set()  # torch.distributed only
     assert graph["options"] == set()  # the declarations' machinery knows no option
 
 
 def test_the_teaching_kit_reads_the_library_never_the_reverse():
+    """Three layers: the library; the teaching kit, which reads it; the commands (cli and
+    minibert.commands), which read both. Nothing imports a layer above its own."""
     graph = _package_imports()
     kit = {m for m in MODULES if m.split(".")[0] == "teaching"}
+    commands = {m for m in MODULES if m.split(".")[0] in ("cli", "commands")}
     assert {"teaching.exercises", "teaching.assignments", "teaching.lessons"} <= kit
-    assert graph["teaching.assignments"] & {"attention", "config", "model"}  # the kit reads it
-    library = set(MODULES) - kit - {"cli"}  # cli: the front door, above both wings
+    graders = [m for m in kit if m.startswith("teaching.assignments")]
+    assert any(graph[m] & {"attention", "config", "model"} for m in graders)  # the kit reads it
+    library = set(MODULES) - kit - commands
     for module in sorted(library):
-        assert not graph[module] & kit, f"{module} imports {sorted(graph[module] & kit)}"
+        assert not graph[module] & (kit | commands), (
+            f"{module} imports {graph[module] & (kit | commands)}"
+        )
+    for module in sorted(kit):
+        assert not graph[module] & commands, f"{module} imports {graph[module] & commands}"
     with pytest.raises(AttributeError, match="no attribute 'BertForEverything'"):
         minibert.BertForEverything  # noqa: B018
 
@@ -249,19 +258,21 @@ def test_every_module_is_reachable_as_an_attribute():
         assert found.__name__ == f"minibert.{name}"
 
 
-def test_no_function_is_over_100_lines_or_12_parameters():
+def test_no_function_is_over_80_lines_or_10_parameters_and_no_module_over_700_lines():
     import ast
 
     too_big = []
     for name in MODULES:
-        file = FILES[name]
-        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+        text = FILES[name].read_text(encoding="utf-8")
+        if len(text.splitlines()) > 700:
+            too_big.append(f"{name}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             a = node.args
             params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, (a.vararg, a.kwarg))]
             params = [p for p in params if p.arg not in ("self", "cls")]
             lines = node.end_lineno - node.lineno + 1
-            if lines > 100 or len(params) > 12:
+            if lines > 80 or len(params) > 10:
                 too_big.append(f"{name}.{node.name}: {lines} lines, {len(params)} parameters")
     assert not too_big, too_big

@@ -64,7 +64,7 @@ def test_finetune_takes_a_measured_learning_rate_per_model_size(tmp_path):
     assert recipes.default_lr(BertConfig.from_hf_config(assets.course_checkpoint())) == 1e-3
     assert recipes.default_lr(BertConfig.from_hf_config(assets.path("minilm"))) == 5e-5
     result = recipes.finetune(
-        tmp_path / "rt", model="course", train_examples=64, max_steps=2, batch_size=32,
+        tmp_path / "rt", model="course", train_examples=64, steps=2, batch_size=32,
         evaluations=1, progress=False,
     )  # fmt: skip
     saved = json.loads((result.folder / "results.json").read_text())
@@ -103,7 +103,7 @@ def test_overwrite_refuses_a_folder_of_other_things(tmp_path):
     (project / "NOTES.md").write_text("notes\n", encoding="utf-8")
     (project / "config.json").write_text("{}\n", encoding="utf-8")  # looks like a model, too
     for call in (
-        lambda: recipes.finetune(project, model="course", train_examples=64, max_steps=1,
+        lambda: recipes.finetune(project, model="course", train_examples=64, steps=1,
                                  overwrite=True, progress=False),
         lambda: recipes.pretrain(project, steps=1, preset="tiny", overwrite=True, progress=False),
     ):  # fmt: skip
@@ -116,7 +116,7 @@ def test_overwrite_refuses_a_folder_of_other_things(tmp_path):
 
 def test_a_failed_save_leaves_the_old_model_whole(tmp_path, monkeypatch):
     out = tmp_path / "rt"
-    first = recipes.finetune(out, model="course", train_examples=64, max_steps=1, batch_size=32,
+    first = recipes.finetune(out, model="course", train_examples=64, steps=1, batch_size=32,
                              evaluations=1, progress=False)  # fmt: skip
     before = {p.name: p.read_bytes() for p in out.iterdir()}
 
@@ -125,7 +125,7 @@ def test_a_failed_save_leaves_the_old_model_whole(tmp_path, monkeypatch):
 
     monkeypatch.setattr(BertTokenizer, "save_pretrained", full_disk)
     with pytest.raises(OSError, match="No space left"):
-        recipes.finetune(out, model="course", train_examples=64, max_steps=1, batch_size=32,
+        recipes.finetune(out, model="course", train_examples=64, steps=1, batch_size=32,
                          evaluations=1, progress=False, overwrite=True, seed=1)  # fmt: skip
     after = {p.name: p.read_bytes() for p in out.iterdir() if p.name != recipes.RUN_FOLDER}
     assert after == before and first.folder == out
@@ -161,7 +161,7 @@ def test_a_full_disk_is_one_line_naming_the_file(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(safetensors.torch, "save_file", full)
     out = tmp_path / "rt"
-    code = cli.main(["finetune", "--model", "course", "--train-examples", "64", "--max-steps", "1",
+    code = cli.main(["finetune", "--model", "course", "--train-examples", "64", "--steps", "1",
                      "--batch-size", "32", "--evaluations", "1", "--out", str(out)])  # fmt: skip
     assert code == 1
     err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]  # no bars
@@ -175,3 +175,38 @@ def test_a_run_stopped_before_its_first_checkpoint_does_not_suggest_resume(tmp_p
     with pytest.raises(ValueError, match="nothing to resume; pass overwrite") as caught:
         outputs.OutputFolder(out)
     assert "resume (--resume) to" not in str(caught.value)
+
+
+def _weights(folder):
+    from safetensors.torch import load_file
+
+    return load_file(folder / "model.safetensors")
+
+
+def test_finetune_accumulation_equals_one_big_batch(tmp_path):
+    common = dict(model="course", train_examples=64, steps=1, dropout=0.0, evaluations=1, lr=1e-3,
+                  group_by_length=False, progress=False)  # fmt: skip
+    one = recipes.finetune(tmp_path / "one", batch_size=16, **common)
+    two = recipes.finetune(tmp_path / "two", batch_size=8, grad_accum_steps=2, **common)
+    assert one.history[0]["examples"] == two.history[0]["examples"] == 16
+    a, b = _weights(one.folder), _weights(two.folder)
+    for name in a:
+        torch.testing.assert_close(b[name], a[name], rtol=0, atol=2e-6, msg=name)
+    assert json.loads((two.folder / "results.json").read_text())["options"]["grad_accum_steps"] == 2
+
+
+def test_finetune_pauses_and_resumes_to_the_same_model(tmp_path):
+    common = dict(model="course", train_examples=32, steps=4, batch_size=16, dropout=0.0,
+                  evaluations=2, checkpoint_every=1, lr=1e-3, progress=False)  # fmt: skip
+    whole = recipes.finetune(tmp_path / "whole", **common)
+    paused = recipes.finetune(tmp_path / "split", stop_after=3, **common)
+    assert paused.paused and "--resume" in paused.report()
+    assert (tmp_path / "split" / recipes.RUN_FOLDER / "best.pt").is_file()  # step 2's weights
+    with pytest.raises(ValueError, match=r"differ from the run .*lr \(saved 0.001, now 0.002\)"):
+        recipes.finetune(tmp_path / "split", resume=True, **{**common, "lr": 2e-3})
+    done = recipes.finetune(tmp_path / "split", resume=True, **common)
+    assert [h["step"] for h in done.history] == [1, 2, 3, 4]
+    assert done.selection == whole.selection  # the same evaluation kept, resumed or not
+    a, b = _weights(whole.folder), _weights(done.folder)
+    for name in a:
+        torch.testing.assert_close(b[name], a[name], rtol=0, atol=1e-6, msg=name)

@@ -59,7 +59,7 @@ def test_a_three_label_task_fine_tunes_from_a_pretrained_folder(tmp_path, monkey
     )
     monkeypatch.setitem(tasks.TASKS, task.name, task)
     result = recipes.finetune(
-        tmp_path / "three", model="course", task="three-words", max_steps=30, lr=1e-3,
+        tmp_path / "three", model="course", task="three-words", steps=30, lr=1e-3,
         batch_size=16, max_length=16, evaluations=2, progress=False,
     )  # fmt: skip
     config = json.loads((result.folder / "config.json").read_text())
@@ -90,7 +90,7 @@ def test_capitalisation_keeps_its_best_evaluation_by_f1_and_names_its_scores(tmp
     assert task.selection.name == "f1" and task.positive == "capitalised"
     result = recipes.finetune(
         tmp_path / "caps", model="course", task="capitalisation", train_examples=64,
-        max_steps=12, batch_size=16, max_length=32, evaluations=4, lr=1e-3, progress=False,
+        steps=12, batch_size=16, max_length=32, evaluations=4, lr=1e-3, progress=False,
     )  # fmt: skip
     evaluated = [h for h in result.history if "eval_loss" in h]
     values = [finetuning.positive_f1(h) for h in evaluated]

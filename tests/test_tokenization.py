@@ -23,13 +23,12 @@ from hypothesis import strategies as st
 from minibert import assets, corpora
 from minibert.tokenization import (
     SPECIAL_TOKENS,
-    BasicTokenizer,
     BertTokenizer,
     Encoding,
     get_tokens_and_segments,
     load_vocab,
-    wordpiece_tokenize,
 )
+from minibert.wordpiece import wordpiece_tokenize
 
 transformers = pytest.importorskip("transformers")
 try:  # transformers 5 renamed the pure-Python tokenizer; BertTokenizer is now the Rust one
@@ -322,30 +321,6 @@ def test_decode_of_encode_is_the_basic_tokenized_text(tok, text):
 
 
 # ---- basic tokenization and WordPiece, by example ---------------------------------------------
-
-
-def test_basic_tokenizer_steps():
-    basic = BasicTokenizer()
-    assert basic.tokenize("Héllo, WORLD!") == ["hello", ",", "world", "!"]
-    assert basic.tokenize("BERT是模型") == ["bert", "是", "模", "型"]
-    assert basic.tokenize("a\u200bb\x00c\td") == ["abc", "d"]  # controls dropped, tab is a space
-    assert basic.tokenize("$5^2`x|y~") == ["$", "5", "^", "2", "`", "x", "|", "y", "~"]
-    assert basic.tokenize("the [MASK] .") == ["the", "[MASK]", "."]
-    assert BasicTokenizer(lowercase=False).tokenize("Héllo Wörld") == ["Héllo", "Wörld"]
-    assert BasicTokenizer(lowercase=True, strip_accents=False).tokenize("Héllo") == ["héllo"]
-    assert BasicTokenizer(tokenize_chinese_chars=False).tokenize("是模型") == ["是模型"]
-    with pytest.raises(TypeError, match="got bytes"):
-        basic.tokenize(b"bytes")
-
-
-def test_wordpiece_greedy_longest_match_first():
-    vocab = {"un", "##aff", "##able", "a", "##ff", "##a", "##b", "##l", "##e", "[UNK]"}
-    assert wordpiece_tokenize("unaffable", vocab) == ["un", "##aff", "##able"]
-    assert wordpiece_tokenize("affable", vocab) == ["a", "##ff", "##able"]
-    assert wordpiece_tokenize("unzip", vocab) == ["[UNK]"]  # one uncoverable piece: whole word
-    assert wordpiece_tokenize("", vocab) == []
-    assert wordpiece_tokenize("a" * 100, vocab) == ["a"] + ["##a"] * 99
-    assert wordpiece_tokenize("a" * 101, vocab) == ["[UNK]"]  # over 100 characters
 
 
 def test_wordpiece_function_agrees_with_the_tokenizer(tok):

@@ -10,9 +10,8 @@ from conftest import make_tiny_config
 from minibert import pretraining as P
 from minibert import set_seed
 from minibert.model import BertForPreTraining, BertForSequenceClassification
+from minibert.run_state import STATE_FILE, TrainingError
 from minibert.training import (
-    STATE_FILE,
-    TrainingError,
     TrainOptions,
     evaluate,
     linear_schedule,

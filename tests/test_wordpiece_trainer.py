@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from minibert import corpora
-from minibert.tokenization import SPECIAL_TOKENS, BasicTokenizer, BertTokenizer
+from minibert.tokenization import SPECIAL_TOKENS, BertTokenizer
+from minibert.wordpiece import BasicTokenizer
 from minibert.wordpiece_trainer import _likelihood_gain, train_wordpiece
 
 HF_COURSE_CORPUS = ["hug"] * 10 + ["pug"] * 5 + ["pun"] * 12 + ["bun"] * 4 + ["hugs"] * 5

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from minibert import inference, tasks
-from minibert.options import POSITIVE_INT, argparse_type
+from minibert.commands.flags import argparse_type
+from minibert.options import POSITIVE_INT
 
 COMMANDS = {"BertForSequenceClassification": "classify", "BertForTokenClassification": "tag"}
 ANSWERS = {"classify": "labels each text (or pair of texts)", "tag": "labels each word"}

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from minibert.run_state import STATE_FILE  # a run that can be resumed
 from minibert.utils import atomic_write, read_json_object, remove_partial_files
 
 try:  # POSIX: flock; Windows: msvcrt.locking. Both are released when the process dies.
@@ -51,7 +52,6 @@ LOCK = ".minibert-lock"  # held by the one run writing to the folder
 MANIFEST = ".minibert-manifest.json"  # the files the last run of ours wrote
 JOURNAL = "replace.json"  # in RUN_FOLDER: the moves that replace the model, once decided
 STAGED = "final"  # in RUN_FOLDER: the finished model, before it is moved into place
-STATE_FILE = "training_state.pt"  # training.STATE_FILE: a run that can be resumed
 
 
 class FolderBusy(OSError):

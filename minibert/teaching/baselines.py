@@ -24,7 +24,7 @@ import torch
 from minibert.config import IGNORE_INDEX, IS_NEXT, NOT_NEXT
 from minibert.finetuning import scores
 from minibert.pretraining import PretrainingExample
-from minibert.tokenization import BasicTokenizer
+from minibert.wordpiece import BasicTokenizer
 
 __all__ = [
     "WORD",

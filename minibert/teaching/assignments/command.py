@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from minibert.options import POSITIVE_INT, Check, argparse_type
+from minibert.commands.flags import argparse_type
+from minibert.options import POSITIVE_INT, Check
 from minibert.teaching.assignments.catalogue import ASSIGNMENTS, get, new
 from minibert.teaching.assignments.runner import (
     MEMORY_MB,

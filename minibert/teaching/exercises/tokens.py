@@ -9,7 +9,8 @@ from typing import Any
 import torch
 
 from minibert.teaching.exercises.common import Result, call_safely, report
-from minibert.tokenization import get_tokens_and_segments, wordpiece_tokenize
+from minibert.tokenization import get_tokens_and_segments
+from minibert.wordpiece import wordpiece_tokenize
 
 
 def _shortest_match(word: str, vocab: set[str]) -> list[str]:

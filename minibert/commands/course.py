@@ -1,0 +1,63 @@
+"""``minibert course``: JupyterLab on the course notebooks, or their student edition (the
+teaching kit's ``lessons`` and ``student_edition``)."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``minibert course`` command's arguments."""
+    parser.description = (
+        "minibert course: JupyterLab on the notebooks. minibert course student-edition OUT: the "
+        "notebooks without the exercises' solutions (needs nbgrader: pip install "
+        "'minibert[teach]')."
+    )
+    add = parser.add_argument
+    add("action", nargs="?", default="open", choices=["open", "student-edition"], help="what to do")
+    add("out", nargs="?", default=None, help="student-edition: the folder to write")
+    add("--overwrite", action="store_true", help="student-edition: replace notebooks in OUT")
+    add("--notebooks", default="notebooks", help="the notebooks folder")
+    add("--port", type=int, default=None, help="port for JupyterLab")
+    add("--no-browser", action="store_true", help="do not open a browser")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Open the notebooks in JupyterLab, or write their student edition; the exit code."""
+    notebooks = Path(args.notebooks)
+    if not notebooks.is_dir():
+        return _error(f"no notebooks folder at {notebooks}; run from the course checkout", 1)
+    if args.action == "student-edition":
+        return _student_edition(notebooks, args)
+    if args.out is not None:
+        return _error(f"unexpected argument {args.out!r}", 2)
+    command = [sys.executable, "-m", "jupyter", "lab", f"--notebook-dir={notebooks}"]
+    if args.no_browser:
+        command.append("--no-browser")
+    if args.port:
+        command.append(f"--port={args.port}")
+    return subprocess.call(command)
+
+
+def _error(message: str, code: int, command: str = "minibert course") -> int:
+    print(f"{command}: error: {message}", file=sys.stderr)
+    return code
+
+
+def _student_edition(notebooks: Path, args: argparse.Namespace) -> int:
+    from minibert.teaching import student_edition
+
+    command = "minibert course student-edition"
+    if args.out is None:
+        return _error("give the folder to write, OUT", 2, command)
+    try:
+        written = student_edition.build(notebooks, args.out, overwrite=args.overwrite)
+    except (FileNotFoundError, FileExistsError, ValueError, RuntimeError) as exc:
+        return _error(str(exc), 1, command)
+    print(f"wrote the student edition of {len(written)} notebooks to {args.out}")
+    return 0
