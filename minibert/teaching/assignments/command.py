@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from minibert.commands.flags import argparse_type
 from minibert.options import POSITIVE_INT, Check
 from minibert.teaching.assignments.catalogue import ASSIGNMENTS, get, new
 from minibert.teaching.assignments.runner import (
@@ -80,12 +79,22 @@ def csv_problem(path: str | Path) -> str | None:
     """Why the CSV cannot be written at path (a folder, no such folder, not writable), or None."""
     target = Path(path)
     if target.is_dir():
-        return f"{path} is a folder; give the CSV a file name, e.g. {target / 'grades.csv'}"
+        return f"cannot write the CSV: {path} is a folder; give a file name, e.g. {target / 'grades.csv'}"  # fmt: skip
     if target.exists() and not target.is_file():
-        return f"{path} is not a regular file"
+        return f"cannot write the CSV: {path} is not a regular file"
     where = target.resolve().parent
     if not where.is_dir() or not os.access(where, os.W_OK):
-        return f"{where} is not a writable folder"
+        return f"cannot write the CSV: {where} is not a writable folder"
+    return None
+
+
+def _limits_problem(args: argparse.Namespace) -> str | None:
+    """Why --seconds, --memory-mb or --jobs cannot be used, or None."""
+    for flag, value, check in (("--seconds", args.seconds, POSITIVE_INT),
+                               ("--memory-mb", args.memory_mb, ENOUGH_MEMORY),
+                               ("--jobs", args.jobs, POSITIVE_INT)):  # fmt: skip
+        if check(value):
+            return f"{flag} {check(value)}, got {value}"
     return None
 
 
@@ -103,18 +112,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("folders", nargs="+", help="submission folders (e.g. submissions/*)")
     check.add_argument("--name", default=None, help="the assignment, when a folder has no marker")
     check.add_argument("--csv", default=None, help="also write one row per folder to this CSV")
-    positive = argparse_type(int, POSITIVE_INT)
     check.add_argument(
-        "--seconds", type=positive, default=PART_SECONDS,
+        "--seconds", type=int, default=PART_SECONDS,
         help=f"time limit for importing the file and for each part (default {PART_SECONDS})",
     )  # fmt: skip
     check.add_argument(
-        "--memory-mb", type=argparse_type(int, ENOUGH_MEMORY), default=MEMORY_MB,
+        "--memory-mb", type=int, default=MEMORY_MB,
         help=f"memory a submission may use beyond Python and torch, POSIX (default {MEMORY_MB}, "
         f"at least {MIN_MEMORY_MB})",
     )  # fmt: skip
     check.add_argument(
-        "--jobs", type=positive, default=1,
+        "--jobs", type=int, default=1,
         help="folders graded at the same time (default 1; each run uses one CPU thread)",
     )  # fmt: skip
 
@@ -144,9 +152,9 @@ def run(args: argparse.Namespace) -> int:
         return _list()
     if args.action == "new":
         return _new(args)
-    problem = csv_problem(args.csv) if args.csv else None
+    problem = _limits_problem(args) or (csv_problem(args.csv) if args.csv else None)
     if problem:  # found now, not after grading a whole class
-        print(f"minibert assignment grade: error: cannot write the CSV: {problem}", file=sys.stderr)
+        print(f"minibert assignment grade: error: {problem}", file=sys.stderr)
         return 2
     print(sandbox_problem() or "each submission runs in a bubblewrap sandbox", flush=True)
     results = []
