@@ -13,8 +13,8 @@ minibert assignment new attention hw1   # a graded assignment; then: minibert as
 
 Each command's arguments are declared by the module that owns it: the recipes' options
 (``recipes.PretrainOptions``, ``recipes.FinetuneOptions``, made flags by ``commands.flags``)
-and ``minibert.commands``' modules (assets, course, models: fill-mask, classify, tag) and the
-kit's ``teaching.assignments``. This file only wires them to sub-commands.
+and ``minibert.commands``' modules (assets, course, assignment, models: fill-mask, classify,
+tag). This file only wires them to sub-commands.
 """
 
 from __future__ import annotations
@@ -57,10 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``minibert`` command, with one sub-parser per command."""
     from minibert import assets
     from minibert.commands import assets as assets_command
-    from minibert.commands import course, models
+    from minibert.commands import assignment, course, models
     from minibert.commands.flags import add_arguments
     from minibert.recipes import FinetuneOptions, PretrainOptions
-    from minibert.teaching import assignments
 
     parser = argparse.ArgumentParser(prog="minibert", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -76,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("course", "open the course notebooks in JupyterLab, or write their student edition",
          course.add_arguments, course.run),
         ("assignment", "graded assignments: list them, hand one out (new), grade submissions",
-         assignments.add_arguments, assignments.run),
+         assignment.add_arguments, assignment.run),
     ):  # fmt: skip
         add(command := sub.add_parser(name, help=help_text))
         command.set_defaults(run=run)

@@ -276,3 +276,21 @@ def test_no_function_is_over_80_lines_or_10_parameters_and_no_module_over_700_li
             if lines > 80 or len(params) > 10:
                 too_big.append(f"{name}.{node.name}: {lines} lines, {len(params)} parameters")
     assert not too_big, too_big
+
+
+def test_argparse_lives_in_the_commands_layer_only():
+    import ast
+
+    importers = []
+    for name in MODULES:
+        tree = ast.parse(FILES[name].read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "argparse"
+                or "argparse" in names
+            ):
+                importers.append(name)
+    assert importers, "the walk sees imports of argparse at all"
+    assert {m.split(".")[0] for m in importers} <= {"cli", "commands"}, sorted(importers)

@@ -1,7 +1,30 @@
 """The commands layer: argparse lives here and in ``minibert.cli`` only, above the library and the
-teaching kit. Each module declares its sub-commands' arguments and runs them by calling the
-library; errors become one line and an exit code.
+teaching kit, which it reads. Each module declares its sub-commands' arguments and runs them by
+calling the library or the kit; errors become one line and an exit code.
 
-- ``models``: ``minibert fill-mask``, ``minibert classify``, ``minibert tag`` (a trained folder
-  answering; the command is chosen by the folder's task or its config.json's architectures).
+- ``flags``: the recipes' flags, made from the options' declarations (``minibert.options``);
+- ``models``: ``minibert fill-mask``, ``classify``, ``tag`` (a trained folder answering; the
+  command is chosen by the folder's task or its config.json's architectures);
+- ``assets``: ``minibert fetch``, ``minibert assets list|verify|fetch|path``;
+- ``course``: ``minibert course`` (JupyterLab on the notebooks, or their student edition);
+- ``assignment``: ``minibert assignment list|new|grade``.
+
+Each module is imported the first time it is used: ``minibert.commands.models``.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = ["assets", "assignment", "course", "flags", "models"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return importlib.import_module(f"minibert.commands.{name}")
+    raise AttributeError(f"module 'minibert.commands' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

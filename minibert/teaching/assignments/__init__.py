@@ -16,7 +16,8 @@ sandboxed". The modules:
 - ``runner``: running a submission (sandboxed, in a child process, or in this process);
 - ``remote``: the grader's side of the channel and proxies for the student's objects;
 - ``worker``: the program that runs the student's code (standard library and torch only);
-- ``command``: `minibert assignment ...`, the report and the CSV.
+- ``reports``: the report and the CSV, written by the grader alone (the command that prints them,
+  ``minibert assignment``, is ``minibert.commands.assignment``).
 """
 
 from minibert.teaching.assignments.catalogue import (
@@ -29,7 +30,7 @@ from minibert.teaching.assignments.catalogue import (
     new,
     which,
 )
-from minibert.teaching.assignments.command import add_arguments, report, run, write_csv
+from minibert.teaching.assignments.reports import csv_problem, report, write_csv
 from minibert.teaching.assignments.runner import (
     MEMORY_MB,
     MIN_MEMORY_MB,
@@ -53,14 +54,13 @@ __all__ = [
     "Grade",
     "Part",
     "PartResult",
-    "add_arguments",
+    "csv_problem",
     "get",
     "grade",
     "grade_isolated",
     "grade_many",
     "new",
     "report",
-    "run",
     "sandbox_problem",
     "which",
     "write_csv",
