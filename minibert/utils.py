@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import random
+import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -109,3 +111,18 @@ def evaluating(model: Any) -> Iterator[Any]:
         yield model
     finally:
         model.train(was_training)
+
+
+def lazy_submodules(package: str, names: Sequence[str]) -> tuple[Callable, Callable]:
+    """A package's ``__getattr__`` and ``__dir__`` (PEP 562) that import each of its submodules
+    (names) the first time it is used: ``minibert.teaching.exercises``."""
+
+    def submodule(name: str) -> Any:
+        if name in names:
+            return importlib.import_module(f"{package}.{name}")
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    def listing() -> list[str]:
+        return sorted([*vars(sys.modules[package]), *names])
+
+    return submodule, listing

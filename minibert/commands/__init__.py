@@ -14,17 +14,9 @@ Each module is imported the first time it is used: ``minibert.commands.models``.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from minibert.utils import lazy_submodules
 
 __all__ = ["assets", "assignment", "course", "flags", "models"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        return importlib.import_module(f"minibert.commands.{name}")
-    raise AttributeError(f"module 'minibert.commands' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_submodules(__name__, __all__)

@@ -17,8 +17,7 @@ Each module is imported the first time it is used: ``minibert.teaching.exercises
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from minibert.utils import lazy_submodules
 
 __all__ = [
     "assignments",
@@ -32,11 +31,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        return importlib.import_module(f"minibert.teaching.{name}")
-    raise AttributeError(f"module 'minibert.teaching' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_submodules(__name__, __all__)
