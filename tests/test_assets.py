@@ -80,7 +80,7 @@ def test_unknown_asset_lists_the_known_names():
 
 def test_missing_asset_names_the_command(monkeypatch, tmp_path):
     monkeypatch.setenv("MINIBERT_DATA", str(tmp_path))
-    with pytest.raises(FileNotFoundError, match=r"python -m minibert\.assets fetch minilm"):
+    with pytest.raises(FileNotFoundError, match=r"python -m minibert fetch minilm"):
         assets.path("minilm")
 
 
