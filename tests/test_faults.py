@@ -26,8 +26,8 @@ from minibert import pretraining as P
 from minibert import recipes, set_seed
 from minibert.assets import path as asset_path
 from minibert.model import BertForMaskedLM, BertForPreTraining
-from minibert.tokenization import BertTokenizer
 from minibert.run_state import TrainingError
+from minibert.tokenization import BertTokenizer
 from minibert.training import evaluate, train
 from minibert.utils import atomic_write
 
