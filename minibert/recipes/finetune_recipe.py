@@ -41,7 +41,7 @@ from minibert.tokenization import BertTokenizer
 from minibert.training import TrainOptions, evaluate, train
 from minibert.utils import atomic_write, default_device
 
-__all__ = ["FinetuneOptions", "FinetuneResult", "by_length", "default_lr", "finetune"]
+__all__ = ["FinetuneOptions", "FinetuneResult", "default_lr", "finetune"]
 
 MAX_EVALUATIONS = 10  # dev evaluations per fine-tuning run, at most
 SMALL_MODEL_LR = 1e-3  # finetune's default for the course's small models (default_lr)
@@ -255,7 +255,7 @@ def _finetune(
     history = train(
         net,
         data[0],
-        by_length(data[1]),  # the same measures; batches of similar length pad less
+        _by_length(data[1]),  # the same measures; batches of similar length pad less
         loop,
         collate_fn=collate,
         metrics_fn=spec.metrics,
@@ -373,6 +373,6 @@ def _measure(net, data, collate, spec: tasks.Task) -> dict[str, Any]:
     return measured
 
 
-def by_length(data: Sequence) -> list:
+def _by_length(data: Sequence) -> list:
     """The examples of a dataset, longest first: evaluation batches of similar length pad less."""
     return sorted((data[i] for i in range(len(data))), key=lambda item: -len(item["input_ids"]))

@@ -234,7 +234,7 @@ def opinion_scores(
 
 
 def strongest_word(text: str, scores: dict[str, float]) -> str | None:
-    """The scored word of text with the largest |score| (ties: alphabetical), or None."""
+    """The scored word of text with the largest absolute score (ties: alphabetical), or None."""
     found = sorted(w for w in set(WORD.findall(text.lower())) if w in scores)
     return max(found, key=lambda w: abs(scores[w]), default=None)
 
