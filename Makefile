@@ -65,7 +65,7 @@ lab: assets
 	$(PY) -m jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
 
 test: $(VENV)/.dev assets sandbox
-	$(RUN_AS) $(PY) -m pytest tests notebooks $(NBVAL)
+	$(RUN_AS) $(PY) -m pytest tests notebooks $(NBVAL) --durations=25
 
 unit: $(VENV)/.dev assets sandbox
 	$(RUN_AS) $(PY) -m pytest tests
