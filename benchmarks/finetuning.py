@@ -6,7 +6,8 @@
 
 The course's split is by movie (10,233 / 1,247 / 1,272 snippets; label 1 = fresh). Rows:
 
-- majority class; bag-of-words logistic regression (TF-IDF unigrams + bigrams, L2 chosen on dev);
+- the task's baselines: majority label; bag of words (TF-IDF unigrams + bigrams, logistic
+  regression, L2 chosen on dev by balanced accuracy);
 - frozen features + logistic regression: the course checkpoints and MiniLM, [CLS] and mean pooling;
 - full fine-tuning (`minibert.recipes.finetune`, the best dev evaluation kept) from: random weights
   of the course checkpoint's size and vocabulary ("scratch"), the course checkpoint (Wikipedia),
@@ -43,7 +44,6 @@ import torch
 from minibert import assets, corpora, finetuning, recipes, tasks
 from minibert.model import BertModel
 from minibert.recipes import finetune
-from minibert.teaching.baselines import BagOfWords, capitalisation_baselines
 from minibert.tokenization import BertTokenizer
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -70,20 +70,11 @@ def accuracy(predicted: torch.Tensor, reviews) -> float:
 
 
 def baselines(train, dev, test) -> dict:
-    """Majority class, bag of words and frozen features, each scored on test."""
-    rows = {}
-    majority = max((0, 1), key=[r.label for r in train].count)
-    rows["majority class"] = accuracy(torch.full((len(test),), majority), test)
-    bow = BagOfWords([r.text for r in train])
-    x_train, x_dev, x_test = (bow([r.text for r in s]) for s in (train, dev, test))
-    fits = {
-        l2: finetuning.fit_logistic_regression(x_train, [r.label for r in train], l2=l2)
-        for l2 in (1e-5, 3e-5, 1e-4)
-    }
-    l2 = max(fits, key=lambda k: accuracy(finetuning.predict(fits[k], x_dev), dev))
-    rows["bag of words (unigrams + bigrams), logistic regression"] = accuracy(
-        finetuning.predict(fits[l2], x_test), test
-    )
+    """The task's baselines (majority label, bag of words) and frozen features, scored on test."""
+    task = tasks.get("rotten-tomatoes")
+    tok = BertTokenizer.from_pretrained(assets.path("minilm"))
+    data = task.datasets(tok, 128, None, 0)
+    rows = {n: s["accuracy"] for n, s in task.baseline_scores(data, tok).items()}
     for name in ("course", "course-reviews", "minilm"):
         folder = recipes.model_folder(name)
         model, tok = BertModel.from_pretrained(folder), BertTokenizer.from_pretrained(folder)
@@ -138,8 +129,10 @@ def fine_tune(name: str, seed: int, examples: int | None, lr: float, work: Path)
 def capitalisation(work: Path, seeds: int) -> dict:
     """The token task in the course checkpoint's domain: course against scratch, and two rules."""
     tok = BertTokenizer.from_pretrained(assets.course_checkpoint())
-    train, _, test = tasks.get("capitalisation").datasets(tok, 64, None, 0)
-    rows: dict = {"rules": capitalisation_baselines(train.items, test.items, tok)}
+    task = tasks.get("capitalisation")
+    data = task.datasets(tok, 64, None, 0)
+    train = data[0]
+    rows: dict = {"rules": task.baseline_scores(data, tok)}
     for name in ("scratch", "course"):
         for examples, steps in CAPITALISATION.items():
             runs = []

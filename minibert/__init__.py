@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "BertForMaskedLM": "model",
     "BertForSequenceClassification": "model",
     "BertForTokenClassification": "model",
+    "BertForQuestionAnswering": "model",
     # lesson 4: masked language modelling
     "fill_mask": "inference",
     "pretrain": "recipes",
@@ -59,12 +60,14 @@ _SUBMODULES = (
     "pretraining",
     "recipes",
     "run_state",
+    "squad",
     "tasks",
     "teaching",
     "tokenization",
     "training",
     "utils",
     "viz",
+    "wikilinks",
     "wordpiece",
     "wordpiece_trainer",
 )

@@ -74,8 +74,12 @@ NAMES: tuple[tuple[str, str], ...] = (
     # fine-tuning classifier (sequence or token classification)
     ("classifier.weight", "classifier.weight"),
     ("classifier.bias", "classifier.bias"),
+    # extractive question answering: a start and an end score per token
+    ("qa_outputs.weight", "qa_outputs.weight"),
+    ("qa_outputs.bias", "qa_outputs.bias"),
 )
-HEADS = ("mlm.", "nsp.", "classifier.")  # minibert prefixes of the names outside the encoder
+# minibert prefixes of the names outside the encoder
+HEADS = ("mlm.", "nsp.", "classifier.", "qa_outputs.")
 TIED = {"mlm.decoder.weight": "embeddings.word_embeddings.weight"}  # one matrix, stored once
 # Hugging Face entries that are not parameters of ours: a buffer, and copies of tied parameters
 HF_COPIES = {
@@ -83,7 +87,7 @@ HF_COPIES = {
     "cls.predictions.decoder.weight": "embeddings.word_embeddings.weight",
     "cls.predictions.decoder.bias": "cls.predictions.bias",
 }
-NEW_HEADS_OK = ("classifier.",)  # a fine-tuning head may start from random weights
+NEW_HEADS_OK = ("classifier.", "qa_outputs.")  # a fine-tuning head may start from random weights
 WEIGHT_FILES = (  # in the order they are looked for; an index names the shards of a sharded model
     "model.safetensors",
     "model.safetensors.index.json",

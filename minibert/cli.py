@@ -9,12 +9,13 @@ minibert fill-mask runs/tiny "the [MASK] of france is paris ."
 minibert finetune --model minilm --task rotten-tomatoes --out runs/rt
 minibert classify runs/rt "a gem of a film" "a tedious mess"
 minibert tag runs/caps "the eiffel tower is in paris ."
+minibert answer runs/qa --question "who built the tower?" --context paragraph.txt
 minibert assignment new attention hw1   # a graded assignment; then: minibert assignment grade hw1
 
 Each command's arguments are declared by the module that owns it: the recipes' options
 (``recipes.PretrainOptions``, ``recipes.FinetuneOptions``, made flags by ``commands.flags``)
 and ``minibert.commands``' modules (assets, course, assignment, models: fill-mask, classify,
-tag). This file only wires them to sub-commands.
+tag, answer). This file only wires them to sub-commands.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     ):  # fmt: skip
         add(command := sub.add_parser(name, help=help_text))
         command.set_defaults(run=run)
-    models.add_arguments(sub)  # fill-mask, classify, tag
+    models.add_arguments(sub)  # fill-mask, classify, tag, answer
     for name, options, help_text, out in (
         ("pretrain", PretrainOptions, "pretrain a BERT with MLM (+ NSP or SOP) on Wikipedia (or your corpus)",
          "folder for the model, vocabulary, history and checkpoints"),

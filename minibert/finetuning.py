@@ -61,6 +61,7 @@ class ClassificationDataset(torch.utils.data.Dataset):
         if bad:
             raise ValueError(f"labels must be whole numbers from 0, got {bad[0]!r}")
         self.texts, self.labels = list(texts), [int(y) for y in labels]
+        self.text_pairs = None if text_pairs is None else list(text_pairs)
         self.items = []
         for i, text in enumerate(self.texts):
             second = None if text_pairs is None else text_pairs[i]
@@ -86,7 +87,8 @@ class ClassificationDataset(torch.utils.data.Dataset):
 
 
 def collate(batch: Sequence[dict], pad_token_id: int = 0) -> dict[str, torch.Tensor]:
-    """Pad to the longest: input_ids, token_type_ids, attention_mask (batch, seq); labels (batch,) or (batch, seq)."""
+    """Pad to the longest: input_ids, token_type_ids, attention_mask (batch, seq); every other key
+    (labels, start_positions, ...) as (batch,), or (batch, seq) padded with -100 for a list."""
     if not batch:
         raise ValueError("cannot collate an empty batch")
     seq = max(len(item["input_ids"]) for item in batch)
@@ -101,11 +103,11 @@ def collate(batch: Sequence[dict], pad_token_id: int = 0) -> dict[str, torch.Ten
             [pad([1] * len(item["input_ids"]), seq, 0) for item in batch], dtype=torch.long
         ),
     }
-    labels = [item["labels"] for item in batch]
-    if isinstance(labels[0], list):  # a label per token
-        out["labels"] = column("labels", IGNORE_INDEX)
-    else:
-        out["labels"] = torch.tensor(labels, dtype=torch.long)
+    for key in (k for k in batch[0] if k not in out):  # labels, start_positions, end_positions
+        if isinstance(batch[0][key], list):  # a label per token
+            out[key] = column(key, IGNORE_INDEX)
+        else:  # one per example
+            out[key] = torch.tensor([item[key] for item in batch], dtype=torch.long)
     return out
 
 

@@ -33,56 +33,101 @@ from minibert.attention import (
     MultiHeadSelfAttention,
     attention_scores,
     merge_heads,
+    padding_mask,
     split_heads,
 )
 
-__all__ = ["GuidedAttention", "NeighbourGuidance"]
+__all__ = ["GuidedAttention", "NeighbourGuidance", "neighbour_loss", "neighbours"]
 
 OFFSETS = (-1, 1)  # head 0: the previous token, head 1: the next token
 
 
 class GuidedAttention(MultiHeadSelfAttention):
-    """Self-attention whose first heads get a score bonus at fixed offsets and an auxiliary loss."""
+    """Self-attention whose first heads get a score bonus at fixed offsets, falling to zero.
 
-    def __init__(self, hidden_size: int, num_heads: int, dropout: float = 0.0):
+    The bonus is ``bias`` at the first training forward and falls linearly to zero over ``steps``
+    training forwards; the module counts them itself (the ``step`` buffer, saved with the model
+    while training, so a resumed run continues the schedule). Evaluation never applies it.
+    """
+
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: float = 0.0,
+        steps: int = 1,
+    ):
         super().__init__(hidden_size, num_heads, dropout)
         if num_heads < len(OFFSETS):
             raise ValueError(f"neighbour guidance needs {len(OFFSETS)} heads, got {num_heads}")
-        self.bias = 0.0  # the bonus on the guided heads' neighbour scores, set by NeighbourGuidance
-        self.guide = False  # compute aux_loss in the next training forward
-        self.aux_loss: Tensor | None = None
+        if bias < 0 or steps < 1:
+            raise ValueError(f"bias must be >= 0 and steps >= 1, got {bias}, {steps}")
+        self.bias, self.steps = bias, steps
+        self.register_buffer("step", torch.zeros((), dtype=torch.long))  # training forwards so far
+
+    def strength(self) -> float:
+        """1 at the start, falling linearly to 0 after `steps` training forwards."""
+        return max(0.0, 1.0 - int(self.step) / self.steps)
 
     def forward(
         self, x: Tensor, mask: Tensor | None = None, output_attentions: bool = False
     ) -> tuple[Tensor, Tensor | None]:
-        """As MultiHeadSelfAttention; while training with guidance, also sets self.aux_loss."""
-        self.aux_loss = None
-        if not self.training or not (self.guide or self.bias):
+        """As MultiHeadSelfAttention; a training forward adds the bonus and counts one step."""
+        if not self.training:
             return super().forward(x, mask, output_attentions)
-        batch, seq, _ = x.shape
-        g = len(OFFSETS)
+        bonus = self.bias * self.strength()
+        self.step += 1
+        if not bonus:
+            return super().forward(x, mask, output_attentions)
         q = split_heads(self.query(x), self.num_heads)  # (batch, heads, seq, head_dim)
         k = split_heads(self.key(x), self.num_heads)  # (batch, heads, seq, head_dim)
         v = split_heads(self.value(x), self.num_heads)  # (batch, heads, seq, head_dim)
         scores = attention_scores(q, k, mask)  # (batch, heads, seq, seq), masked
-        real = torch.ones(batch, seq, dtype=torch.bool, device=x.device)  # (batch, seq)
-        if mask is not None:  # (batch, 1, 1, seq): True = real, or additive 0 = real
-            real = mask[:, 0, 0] if mask.dtype == torch.bool else mask[:, 0, 0] == 0
-        i = torch.arange(seq, device=x.device)
-        target = torch.stack([(i + o).clamp(0, seq - 1) for o in OFFSETS])  # (g, seq)
-        valid = torch.stack([(i + o >= 0) & (i + o < seq) for o in OFFSETS])  # (g, seq)
-        valid = valid & real[:, None, :] & real.gather(1, target.reshape(1, -1).expand(batch, -1)).view(batch, g, seq)  # fmt: skip
-        index = target.view(1, g, seq, 1).expand(batch, g, seq, 1)  # (batch, g, seq, 1)
-        if self.guide:
-            own = scores[:, :g].log_softmax(-1).gather(-1, index).squeeze(-1)  # (batch, g, seq)
-            self.aux_loss = -(own * valid).sum() / valid.sum().clamp(min=1)
-        if self.bias:
-            bonus = torch.zeros_like(scores[:, :g]).scatter(-1, index, self.bias)
-            scores = torch.cat([scores[:, :g] + bonus * valid[..., None], scores[:, g:]], 1)
+        g = len(OFFSETS)
+        index, valid = neighbours(
+            mask, *x.shape[:2], x.device
+        )  # (batch, g, seq, 1), (batch, g, seq)
+        extra = torch.zeros_like(scores[:, :g]).scatter(-1, index, bonus)  # (batch, g, seq, seq)
+        scores = torch.cat([scores[:, :g] + extra * valid[..., None], scores[:, g:]], 1)
         weights = scores.softmax(-1)  # (batch, heads, seq, seq)
         weights = nn.functional.dropout(weights, p=self.dropout, training=True)
         y = merge_heads(weights @ v)  # (batch, seq, hidden)
         return self.output(y), weights if output_attentions else None
+
+
+def neighbours(
+    mask: Tensor | None, batch: int, seq: int, device: torch.device
+) -> tuple[Tensor, Tensor]:
+    """Each guided head's target position (batch, g, seq, 1) and where it is a real token (batch, g, seq).
+
+    ``mask`` is the attention's padding mask (batch, 1, 1, seq): True or additive 0 = real.
+    """
+    real = torch.ones(batch, seq, dtype=torch.bool, device=device)  # (batch, seq)
+    if mask is not None:
+        real = mask[:, 0, 0] if mask.dtype == torch.bool else mask[:, 0, 0] == 0
+    g, i = len(OFFSETS), torch.arange(seq, device=device)
+    target = torch.stack([(i + o).clamp(0, seq - 1) for o in OFFSETS])  # (g, seq)
+    valid = torch.stack([(i + o >= 0) & (i + o < seq) for o in OFFSETS])  # (g, seq)
+    there = real.gather(1, target.reshape(1, -1).expand(batch, -1)).view(batch, g, seq)
+    valid = valid & real[:, None, :] & there  # (batch, g, seq)
+    return target.view(1, g, seq, 1).expand(batch, g, seq, 1), valid
+
+
+def neighbour_loss(
+    attention: MultiHeadSelfAttention, x: Tensor, attention_mask: Tensor | None = None
+) -> Tensor:
+    """Cross-entropy of the first heads' own attention (no bonus) against their neighbours: a scalar.
+
+    x (batch, seq, hidden) is the attention's input; attention_mask (batch, seq): 1 real, 0 pad.
+    """
+    mask = None if attention_mask is None else padding_mask(attention_mask, dtype=x.dtype)
+    q = split_heads(attention.query(x), attention.num_heads)  # (batch, heads, seq, head_dim)
+    k = split_heads(attention.key(x), attention.num_heads)  # (batch, heads, seq, head_dim)
+    scores = attention_scores(q, k, mask)  # (batch, heads, seq, seq), masked
+    index, valid = neighbours(mask, *x.shape[:2], x.device)  # (batch, g, seq, 1), (batch, g, seq)
+    own = scores[:, : len(OFFSETS)].log_softmax(-1).gather(-1, index).squeeze(-1)  # (batch, g, seq)
+    return -(own * valid).sum() / valid.sum().clamp(min=1)
 
 
 class NeighbourGuidance(nn.Module):
@@ -94,12 +139,11 @@ class NeighbourGuidance(nn.Module):
             raise ValueError(
                 f"bias and aux_weight must be >= 0 and steps >= 1, got {bias}, {aux_weight}, {steps}"
             )
-        self.model, self.bias, self.aux_weight, self.steps = model, bias, aux_weight, steps
+        self.model, self.aux_weight = model, aux_weight
         plain = model.bert.encoder.layers[0].attention
-        guided = GuidedAttention(plain.hidden_size, plain.num_heads, plain.dropout)
-        guided.load_state_dict(plain.state_dict())
+        guided = GuidedAttention(plain.hidden_size, plain.num_heads, plain.dropout, bias, steps)
+        guided.load_state_dict({**plain.state_dict(), "step": guided.step})
         model.bert.encoder.layers[0].attention = guided
-        self.register_buffer("step", torch.zeros((), dtype=torch.long))  # training forwards so far
 
     @property
     def label_losses(self) -> dict[str, str]:
@@ -112,24 +156,25 @@ class NeighbourGuidance(nn.Module):
 
     def strength(self) -> float:
         """1 at the start, falling linearly to 0 after `steps` training forwards."""
-        return max(0.0, 1.0 - int(self.step) / self.steps)
+        return self.attention.strength()
 
     def forward(self, **inputs):
         """The model's forward; while training, with the bonus and the auxiliary loss added."""
-        if not self.training:
+        s = self.strength()  # before this forward counts its step
+        if not self.training or not self.aux_weight * s > 0:
             return self.model(**inputs)
-        s = self.strength()
-        self.attention.bias, self.attention.guide = self.bias * s, self.aux_weight * s > 0
-        out = self.model(**inputs)
-        if self.attention.aux_loss is not None and out.loss is not None:
-            out.loss = out.loss + self.aux_weight * s * self.attention.aux_loss
-        self.step += 1
+        out = self.model(**{**inputs, "output_hidden_states": True})  # [0]: layer 0's input
+        if out.loss is not None:
+            aux = neighbour_loss(self.attention, out.hidden_states[0], inputs.get("attention_mask"))
+            out.loss = out.loss + self.aux_weight * s * aux
+        if not inputs.get("output_hidden_states"):
+            out.hidden_states = None
         return out
 
     def finish(self) -> nn.Module:
         """The wrapped model with layer 0's standard attention back (same weights)."""
         guided = self.attention
         plain = MultiHeadSelfAttention(guided.hidden_size, guided.num_heads, guided.dropout)
-        plain.load_state_dict(guided.state_dict())
+        plain.load_state_dict({k: v for k, v in guided.state_dict().items() if k != "step"})
         self.model.bert.encoder.layers[0].attention = plain.to(next(guided.parameters()).device)
         return self.model

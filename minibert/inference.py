@@ -6,22 +6,25 @@
     classify(classifier, tok, ["a gem of a film", "a mess"])   # [("fresh", 0.93), ("rotten", 0.88)]
     classify(classifier, tok, [question], [sentence])          # a sentence pair: segments A and B
     tag(tagger, tok, "the eiffel tower is in paris")           # [("the", "capitalised", 0.97), ...]
+    answer(reader, tok, "who built it?", paragraph)            # Answer("Gustave Eiffel", 0.81, 40, 54)
     word_in_context(encoder, tok, {"river": [...], "money": [...]}, "bank")  # per-layer cosines
 
-Reads models and tokenizers; trains nothing. The ``minibert fill-mask``, ``classify`` and ``tag``
-commands that call these are in ``minibert.commands.models``.
+Reads models and tokenizers; trains nothing. The ``minibert fill-mask``, ``classify``, ``tag`` and
+``answer`` commands that call these are in ``minibert.commands.models``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
 
 from minibert.utils import evaluating
 
-__all__ = ["classify", "fill_mask", "tag", "word_in_context"]
+__all__ = ["MAX_ANSWER_PIECES", "Answer", "answer", "best_span", "classify", "fill_mask", "tag",
+           "word_in_context"]  # fmt: skip
 
 
 @torch.no_grad()
@@ -150,3 +153,77 @@ def word_in_context(
         (a, b) for i, g in enumerate(groups) for h in groups[i + 1 :] for a in g for b in h
     ]
     return {"same sense": mean_cosine(same), "different senses": mean_cosine(different)}
+
+
+# --- extractive question answering: the best span over windows ---------------------------------
+
+MAX_ANSWER_PIECES = 30  # the longest answer decoding considers (the BERT paper's SQuAD setting)
+N_BEST = 20  # start and end candidates per window
+
+
+class Answer(NamedTuple):
+    """An answer: its text, its probability (start x end, in its window) and its characters."""
+
+    text: str
+    probability: float
+    start: int
+    end: int
+
+
+def best_span(
+    start_logits: Sequence[float],
+    end_logits: Sequence[float],
+    context: Sequence[int],
+    max_pieces: int = MAX_ANSWER_PIECES,
+    n_best: int = N_BEST,
+) -> tuple[float, int, int] | None:
+    """The best (score, first piece, last piece) of one window: start + end score, both among the
+    context's pieces, first <= last < first + max_pieces; None if no span qualifies."""
+    inside = set(context)
+    starts = sorted(inside, key=lambda i: -start_logits[i])[:n_best]
+    ends = sorted(inside, key=lambda i: -end_logits[i])[:n_best]
+    best = None
+    for s in starts:
+        for e in ends:
+            if s <= e < s + max_pieces:
+                score = start_logits[s] + end_logits[e]
+                if best is None or score > best[0]:
+                    best = (score, s, e)
+    return best
+
+
+@torch.no_grad()
+def answer(
+    model: nn.Module,
+    tokenizer: Any,
+    question: str,
+    context: str,
+    max_length: int = 384,
+    stride: int = 128,
+    max_pieces: int = MAX_ANSWER_PIECES,
+) -> Answer:
+    """The span of context that best answers question: the best start + end over every window of
+    [CLS] question [SEP] context [SEP] (windows overlapping by stride pieces)."""
+    if not isinstance(question, str) or not isinstance(context, str):
+        raise TypeError("question and context must be str")
+    if not question.strip() or not context.strip():
+        raise ValueError("give a question and a context that are not empty")
+    windows = tokenizer(question, context, max_length=max_length, truncation="only_second",
+                        stride=stride, return_overflowing_tokens=True,
+                        return_offsets_mapping=True)  # fmt: skip
+    device = next(model.parameters()).device
+    best = None
+    with evaluating(model):
+        for enc in windows:
+            ids = torch.tensor([enc.input_ids], device=device)  # (1, seq)
+            out = model(ids, torch.tensor([enc.token_type_ids], device=device))
+            starts, ends = out.start_logits[0].float(), out.end_logits[0].float()  # (seq,)
+            inside = [i for i, s in enumerate(enc.sequence_ids) if s == 1]
+            found = best_span(starts.tolist(), ends.tolist(), inside, max_pieces)
+            if found is not None and (best is None or found[0] > best[0]):
+                _, s, e = found
+                p = float(starts.softmax(-1)[s] * ends.softmax(-1)[e])
+                best = (found[0], p, enc.offsets[s][0], enc.offsets[e][1])
+    if best is None:
+        raise ValueError("the context has no words to answer with")
+    return Answer(context[best[2] : best[3]], best[1], best[2], best[3])

@@ -492,3 +492,52 @@ class BertForTokenClassification(BertPreTrainedModel):
         logits = self.classifier(self.dropout(out.last_hidden_state))  # (batch, seq, num_labels)
         loss = None if labels is None else labelled_loss(logits, labels)
         return TaskOutput(**vars(out), logits=logits, loss=loss)
+
+
+@dataclass
+class QuestionAnsweringOutput(BertModelOutput):
+    """The encoder's outputs, a start and an end score per token, and the loss when given spans."""
+
+    start_logits: Tensor | None = None  # (batch, seq)
+    end_logits: Tensor | None = None  # (batch, seq)
+    loss: Tensor | None = None  # (start cross-entropy + end cross-entropy) / 2
+
+
+class BertForQuestionAnswering(BertPreTrainedModel):
+    """Extractive question answering (SQuAD): a linear layer gives each token a start and an end
+    score; the answer is the best span of the context. No pooler, as in Hugging Face."""
+
+    label_losses = {"start_positions": "loss"}  # one start (and one end) per window
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.bert = BertModel(config, add_pooling_layer=False, init_weights=False)
+        self.qa_outputs = nn.Linear(config.hidden_size, 2)  # start, end
+        self.init_weights()
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        start_positions: Tensor | None = None,
+        end_positions: Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> QuestionAnsweringOutput:
+        """start/end_positions (batch,): the answer's first and last token (0, [CLS], if the
+        window holds no answer) -> start_logits, end_logits (batch, seq) and the loss."""
+        out = self.bert(
+            input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states
+        )
+        logits = self.qa_outputs(out.last_hidden_state)  # (batch, seq, 2)
+        start_logits, end_logits = logits[..., 0], logits[..., 1]  # (batch, seq) each
+        loss = None
+        if (start_positions is None) != (end_positions is None):
+            raise ValueError("give both start_positions and end_positions, or neither")
+        if start_positions is not None:
+            start = labelled_loss(start_logits, start_positions, "start_positions")
+            loss = (start + labelled_loss(end_logits, end_positions, "end_positions")) / 2
+        return QuestionAnsweringOutput(
+            **vars(out), start_logits=start_logits, end_logits=end_logits, loss=loss
+        )

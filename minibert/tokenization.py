@@ -5,12 +5,18 @@
     enc.tokens, enc.input_ids, enc.token_type_ids, enc.attention_mask, enc.word_ids
     tok = BertTokenizer(vocab)                           # a list of tokens (see wordpiece_trainer)
 
+    windows = tok(question, context, max_length=384, truncation="only_second", stride=128,
+                  return_overflowing_tokens=True, return_offsets_mapping=True)
+    windows[0].offsets, windows[0].sequence_ids        # for extractive question answering
+
 Text goes through the two stages of Google's BERT (tokenization.py) and Hugging Face's
 pure-Python BertTokenizer, in ``minibert.wordpiece``: the BasicTokenizer (clean, split CJK,
 lower-case and strip accents for an uncased vocabulary, split on whitespace and punctuation;
 special tokens never split) and greedy longest-match-first WordPiece. This module adds what makes
 them BERT's input: the vocabulary and its files, [CLS] A [SEP] B [SEP] with segments, truncation,
-padding and the attention mask, batches of tensors.
+padding and the attention mask, batches of tensors; and, for extractive question answering, the
+character offsets of each piece and the overlapping windows of a long context, both exactly as
+Hugging Face's fast (Rust) tokenizer gives them.
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ from minibert.wordpiece import (
     SPECIAL_TOKENS,
     UNK,
     BasicTokenizer,
+    Span,
+    Word,
+    piece_offsets,
     wordpiece_tokenize,
 )
 
@@ -39,6 +48,7 @@ __all__ = [
     "SPECIAL_TOKENS",
     "BertTokenizer",
     "Encoding",
+    "EncodingWithOffsets",
     "build_inputs",
     "get_tokens_and_segments",
     "load_vocab",
@@ -51,6 +61,8 @@ SPECIAL_TOKEN_NAMES = dict(
 )
 TRUNCATION_STRATEGIES = ("longest_first", "only_first", "only_second")
 PADDING_STRATEGIES = ("longest", "max_length")
+# one text, encoded: (pieces, ids, word index of each piece[, (start, end) offsets of each piece])
+Segment = tuple[list, ...]
 
 
 # ---- vocabulary files ----------------------------------------------------------------------
@@ -135,11 +147,26 @@ class Encoding:
     def __len__(self) -> int:
         return len(self.input_ids)
 
+    @property
+    def sequence_ids(self) -> list[int | None]:
+        """Which text each position holds: 0 for A, 1 for B, None for [CLS], [SEP] and [PAD]."""
+        return [None if w is None else t for w, t in zip(self.word_ids, self.token_type_ids)]
+
     def __getitem__(self, key: str) -> list:
         """enc["input_ids"] as in Hugging Face."""
         if key not in self.__dataclass_fields__:
             raise KeyError(f"an Encoding has {', '.join(self.__dataclass_fields__)}; not {key!r}")
         return getattr(self, key)
+
+
+@dataclass
+class EncodingWithOffsets(Encoding):
+    """An Encoding that also says where in its text each piece came from (what the tokenizer
+    returns with return_offsets_mapping=True; computing offsets costs time, so only then)."""
+
+    # (start, end): the characters of its own text (A or B) the piece came from, its part of the
+    # word for a "##" piece, the whole word for [UNK]; (0, 0) for [CLS], [SEP] and [PAD]
+    offsets: list[Span]
 
 
 T = TypeVar("T")
@@ -370,6 +397,34 @@ class BertTokenizer:
                 word += 1
         return pieces, ids, word_ids
 
+    def _encode_text_with_offsets(self, text: str) -> Segment:
+        """_encode_text, plus the (start, end) characters of text that each piece came from."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        words: list[Word] = []
+        start = 0
+        for i, chunk in enumerate(self._special_re.split(text) if "[" in text else [text]):
+            end = start + len(chunk)
+            if i % 2:  # a special token written in the text: one word, never split
+                words.append((chunk, range(start, end), range(start + 1, end + 1)))
+            elif start == 0:
+                words += self.basic_tokenizer.tokenize_with_offsets(chunk)
+            else:  # a chunk after a special token: its offsets move by `start`
+                for word, starts, ends in self.basic_tokenizer.tokenize_with_offsets(chunk):
+                    words.append((word, [x + start for x in starts], [x + start for x in ends]))
+            start = end
+        pieces: list[str] = []
+        ids: list[int] = []
+        word_ids: list[int] = []
+        offsets: list[Span] = []
+        for index, (word, starts, ends) in enumerate(words):
+            word_pieces, word_piece_ids = self._wordpiece(word)
+            pieces += word_pieces
+            ids += word_piece_ids
+            word_ids += [index] * len(word_piece_ids)
+            offsets += piece_offsets(word_pieces, starts, ends)
+        return pieces, ids, word_ids, offsets
+
     def tokenize(self, text: str) -> list[str]:
         """Text -> WordPiece tokens, without [CLS] and [SEP]."""
         return self._encode_text(text)[0]
@@ -381,17 +436,30 @@ class BertTokenizer:
         max_length: int | None = None,
         truncation: bool | str | None = None,
         padding: bool | str = False,
-    ) -> Encoding:
+        stride: int = 0,
+        return_overflowing_tokens: bool = False,
+        return_offsets_mapping: bool = False,
+    ) -> Encoding | list[Encoding]:
         """Encode one text or a pair: [CLS] A [SEP] (B [SEP]), truncated and padded on request.
 
         truncation: False never cuts (a too-long input comes back whole); True or "longest_first"
         removes pieces one at a time from the longer segment (the second on ties); "only_first"
         or "only_second" cut one segment; None (default) means "longest_first" when max_length
-        is given. padding: False, "longest" (no-op for one input) or "max_length".
+        is given. padding: False, "longest" or "max_length".
+        return_offsets_mapping: return an EncodingWithOffsets. return_overflowing_tokens: a list
+        of Encodings, one per window of the text that truncation cuts (the context, with
+        "only_second"), consecutive windows sharing `stride` pieces, as Hugging Face's fast
+        tokenizer; "longest" padding then pads every window to the longest.
         """
         n_special = 2 if text_pair is None else 3
         options = self._check_options(n_special, max_length, truncation, padding)
-        return self._encode(text, text_pair, *options)
+        if stride and (isinstance(stride, bool) or not isinstance(stride, int) or stride < 0):
+            raise ValueError(f"stride must be an int >= 0 (pieces windows share), got {stride!r}")
+        if return_overflowing_tokens:
+            return self._encode_windows(
+                text, text_pair, *options, stride=stride, offsets=return_offsets_mapping
+            )
+        return self._encode(text, text_pair, *options, offsets=return_offsets_mapping)
 
     def _check_options(
         self, n_special: int, max_length: int | None, truncation: Any, padding: Any
@@ -428,6 +496,32 @@ class BertTokenizer:
                 )
         return max_length, truncation, padding
 
+    def _segments(
+        self, text: str, text_pair: str | None, truncation: str | None, offsets: bool
+    ) -> tuple[Segment, Segment | None]:
+        """Both texts encoded (pieces, ids, word ids[, offsets]); the pair checked."""
+        if text_pair is not None and not isinstance(text_pair, str):
+            raise TypeError(f"text_pair must be a str or None, got {type(text_pair).__name__}")
+        if truncation == "only_second" and text_pair is None:
+            raise ValueError("truncation='only_second' needs a text_pair; use True for one text")
+        encode_text = self._encode_text_with_offsets if offsets else self._encode_text
+        return encode_text(text), encode_text(text_pair) if text_pair is not None else None
+
+    def _assemble(self, a: Segment, b: Segment | None) -> Encoding:
+        """[CLS] A [SEP] (B [SEP]) from encoded segments, offsets (0, 0) at the special tokens."""
+        tokens, token_type_ids, special = build_inputs(a[0], b and b[0], CLS, SEP)
+        fields = (
+            tokens,
+            build_inputs(a[1], b and b[1], self.cls_token_id, self.sep_token_id)[0],  # input_ids
+            token_type_ids,
+            [1] * len(tokens),  # attention_mask
+            special,
+            build_inputs(a[2], b and b[2], None, None)[0],  # word_ids
+        )
+        if len(a) == 3:
+            return Encoding(*fields)
+        return EncodingWithOffsets(*fields, build_inputs(a[3], b and b[3], (0, 0), (0, 0))[0])
+
     def _encode(
         self,
         text: str,
@@ -435,27 +529,58 @@ class BertTokenizer:
         max_length: int | None,
         truncation: str | None,
         padding: str | None,
+        offsets: bool = False,
     ) -> Encoding:
         """Encode with options already checked by _check_options."""
-        if text_pair is not None and not isinstance(text_pair, str):
-            raise TypeError(f"text_pair must be a str or None, got {type(text_pair).__name__}")
-        if truncation == "only_second" and text_pair is None:
-            raise ValueError("truncation='only_second' needs a text_pair; use True for one text")
-        a = self._encode_text(text)
-        b = self._encode_text(text_pair) if text_pair is not None else None
+        a, b = self._segments(text, text_pair, truncation, offsets)
         if truncation and max_length is not None:
             n_special = 2 if text_pair is None else 3
             a, b = _truncate(a, b, max_length - n_special, truncation)
-        tokens, token_type_ids, special = build_inputs(a[0], b and b[0], CLS, SEP)
-        enc = Encoding(
-            tokens=tokens,
-            input_ids=build_inputs(a[1], b and b[1], self.cls_token_id, self.sep_token_id)[0],
-            token_type_ids=token_type_ids,
-            attention_mask=[1] * len(tokens),
-            special_tokens_mask=special,
-            word_ids=build_inputs(a[2], b and b[2], None, None)[0],
-        )
+        enc = self._assemble(a, b)
         return self._pad(enc, max_length) if padding == "max_length" else enc
+
+    def _encode_windows(
+        self,
+        text: str,
+        text_pair: str | None,
+        max_length: int | None,
+        truncation: str | None,
+        padding: str | None,
+        stride: int,
+        offsets: bool,
+    ) -> list[Encoding]:
+        """One Encoding per window of the text that truncation cuts, as Hugging Face's fast
+        tokenizer: windows of `room` pieces starting every room - stride pieces, the last one
+        ending at the text's end; the other text (the question) is in every window whole."""
+        if text_pair is not None and truncation == "longest_first":
+            raise ValueError(
+                "return_overflowing_tokens with a pair of texts needs truncation='only_second' "
+                f"(windows over the second text, the context) or 'only_first'; got {truncation!r}, "
+                "which would cut both texts"
+            )
+        a, b = self._segments(text, text_pair, truncation, offsets)
+        pairs = [(a, b)]  # nothing is cut without truncation: one window
+        if truncation:
+            cut_second = truncation == "only_second"
+            target, other = (b, a) if cut_second else (a, b)
+            n_other = len(other[0]) if other is not None else 0
+            room = max_length - (2 if b is None else 3) - n_other  # pieces of target per window
+            if len(target[0]) > room and stride >= room:
+                raise ValueError(
+                    f"max_length={max_length} leaves {max(room, 0)} positions per window for the "
+                    f"{'second' if cut_second else 'first'} text ([CLS], [SEP] and the other "
+                    f"text's {n_other} pieces take the rest); windows need more than stride="
+                    f"{stride}: use a larger max_length, a smaller stride or a shorter other text"
+                )
+            windows = [
+                tuple(x[i:j] for x in target) for i, j in _windows(len(target[0]), room, stride)
+            ]
+            pairs = [(a, w) if cut_second else (w, b) for w in windows]
+        encodings = [self._assemble(first, second) for first, second in pairs]
+        if padding is None:
+            return encodings
+        length = max_length if padding == "max_length" else max(map(len, encodings))
+        return [self._pad(enc, length) for enc in encodings]
 
     def encode_batch(
         self,
@@ -507,7 +632,10 @@ class BertTokenizer:
 
     def _pad(self, enc: Encoding, length: int) -> Encoding:
         """The encoding padded at the end to `length` positions ([PAD], mask 0, segment 0)."""
-        return Encoding(**{f: pad(getattr(enc, f), length, v) for f, v in self._pad_values.items()})
+        padded = {f: pad(getattr(enc, f), length, v) for f, v in self._pad_values.items()}
+        if isinstance(enc, EncodingWithOffsets):
+            return EncodingWithOffsets(**padded, offsets=pad(enc.offsets, length, (0, 0)))
+        return Encoding(**padded)
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = False) -> str:
         """Ids (seq,) -> text: pieces joined by spaces, "##" pieces glued to the one before."""
@@ -523,14 +651,20 @@ class BertTokenizer:
         return " ".join(tokens).replace(" ##", "").strip()
 
 
+def _windows(n: int, room: int, stride: int) -> list[tuple[int, int]]:
+    """(start, stop) of the windows over n pieces: room pieces each, one every room - stride
+    pieces, the last one ending at n (as Hugging Face's Encoding.truncate)."""
+    if n <= room:
+        return [(0, n)]
+    step = room - stride
+    return [(start, min(start + room, n)) for start in range(0, n - room + step, step)]
+
+
 def _truncate(
-    a: tuple[list[str], list[int], list[int]],
-    b: tuple[list[str], list[int], list[int]] | None,
-    budget: int,
-    strategy: str,
-) -> tuple[tuple[list[str], list[int], list[int]], tuple[list[str], list[int], list[int]] | None]:
+    a: Segment, b: Segment | None, budget: int, strategy: str
+) -> tuple[Segment, Segment | None]:
     """Cut segments to budget pieces in all: longest_first, only_first or only_second."""
-    n_a, n_b = len(a[1]), len(b[1]) if b is not None else 0
+    n_a, n_b = len(a[0]), len(b[0]) if b is not None else 0
     excess = n_a + n_b - budget
     if excess <= 0:
         return a, b
@@ -557,7 +691,7 @@ def _truncate(
                 f"text, which has {n_b}; use truncation='longest_first' or a larger max_length"
             )
         keep_a, keep_b = n_a, n_b - excess
-    a = (a[0][:keep_a], a[1][:keep_a], a[2][:keep_a])
+    a = tuple(x[:keep_a] for x in a)
     if b is not None:
-        b = (b[0][:keep_b], b[1][:keep_b], b[2][:keep_b])
+        b = tuple(x[:keep_b] for x in b)
     return a, b

@@ -11,22 +11,34 @@ pure-Python BertTokenizer; ``tokenization.BertTokenizer`` runs them and makes BE
 2. WordPiece: each word becomes the longest vocabulary piece that starts it, then the longest
    "##" piece that continues it, and so on (greedy longest-match-first). A word that cannot be
    covered, or has more than 100 characters, becomes [UNK].
+
+``BasicTokenizer.tokenize_with_offsets`` gives the same words with, for each of their characters,
+the span of the original text it came from (what extractive question answering maps answers
+back with): a removed character (control, accent) belongs to no word.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Sequence
+
+Span = tuple[int, int]  # (start, end) character offsets into the original text
+# a word and, for each of its characters, the start and the end in the text of what it came from
+Word = tuple[str, Sequence[int], Sequence[int]]
+AlignedChars = list[tuple[str, int, int]]  # (character, start, end): a character and its source
 
 __all__ = [
     "MAX_INPUT_CHARS_PER_WORD",
     "SPECIAL_TOKENS",
     "BasicTokenizer",
+    "Span",
+    "Word",
     "is_chinese_char",
     "is_control",
     "is_punctuation",
     "is_whitespace",
+    "piece_offsets",
     "wordpiece_tokenize",
 ]
 
@@ -116,6 +128,93 @@ _SPLIT_TABLES = {flag: _TranslationTable(_split_rule(flag)) for flag in (False, 
 _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _ASCII_PUNCT = r"!-/:-@\[-`{-~"
 _ASCII_WORD = re.compile(rf"[^\s{_ASCII_PUNCT}]+|[{_ASCII_PUNCT}]")
+# the text between BERT's whitespace (is_whitespace: \t \n \r and the space separators, Zs),
+# which cleaning turns into spaces that end words: each chunk can be tokenized on its own
+_BERT_WHITESPACE = " \t\n\r\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000"
+_CHUNK = re.compile(f"[^{_BERT_WHITESPACE}]+")
+
+
+# ---- the same steps on aligned characters: each keeps the span of the text it came from -------
+
+
+def _aligned_translate(chars: AlignedChars, table: dict) -> AlignedChars:
+    """str.translate, character by character: what a character becomes keeps its span."""
+    return [(out, start, end) for char, start, end in chars for out in char.translate(table)]
+
+
+def _nfc(text: str) -> str:
+    """text in Unicode normal form C (composed)."""
+    return unicodedata.normalize("NFC", text)
+
+
+def _nfd(text: str) -> str:
+    """text in Unicode normal form D (decomposed, combining marks in canonical order)."""
+    return unicodedata.normalize("NFD", text)
+
+
+def _aligned_lower(chars: AlignedChars) -> AlignedChars:
+    """str.lower: the whole text's (for the word-final sigma), each character keeping the span of
+    the character it came from (str.lower gives len(char.lower()) characters for each)."""
+    text = "".join(char for char, _, _ in chars).lower()
+    spans = [(start, end) for char, start, end in chars for _ in char.lower()]
+    return [(out, start, end) for out, (start, end) in zip(text, spans, strict=True)]
+
+
+def _aligned_nfd(chars: AlignedChars) -> AlignedChars:
+    """NFD, aligned as Hugging Face's Rust tokenizer does: each character decomposed, its first
+    part marked as replacing it and the others as inserted; each run of combining marks put in
+    canonical order (a stable sort by combining class); then, in order, a replacing part takes
+    the span of the next character of the text, an inserted part that of the last one taken."""
+    stream = [(part, i > 0) for char, _, _ in chars for i, part in enumerate(_nfd(char))]
+    i = 0
+    while i < len(stream):
+        j = i
+        while j < len(stream) and unicodedata.combining(stream[j][0]):
+            j += 1
+        stream[i:j] = sorted(stream[i:j], key=lambda item: unicodedata.combining(item[0]))
+        i = j + 1
+    out: AlignedChars = []
+    taken = -1
+    for part, inserted in stream:
+        taken += not inserted
+        out.append((part, chars[taken][1], chars[taken][2]))
+    return out
+
+
+def _aligned_nfc(chars: AlignedChars) -> AlignedChars:
+    """NFC: cut the text wherever cutting does not change its NFC; a stretch that NFC changes
+    (e + U+0301 -> é, reordered marks) gives characters that all span the whole stretch."""
+    text = "".join(char for char, _, _ in chars)
+    composed = _nfc(text)
+    if composed == text:
+        return chars
+    inner = [i for i in range(1, len(text)) if _nfc(text[:i]) + _nfc(text[i:]) == composed]
+    cuts = [0, *inner, len(text)]
+    out: AlignedChars = []
+    for i, j in zip(cuts, cuts[1:]):
+        stretch = _nfc(text[i:j])
+        out += (
+            chars[i:j]
+            if stretch == text[i:j]
+            else [(c, chars[i][1], chars[j - 1][2]) for c in stretch]
+        )
+    if "".join(char for char, _, _ in out) != composed:  # never seen: then one stretch
+        out = [(c, chars[0][1], chars[-1][2]) for c in composed]
+    return out
+
+
+def _aligned_split(chars: AlignedChars) -> list[Word]:
+    """str.split() on aligned characters: each word with its characters' starts and ends."""
+    words: list[Word] = []
+    current: AlignedChars = []
+    for item in [*chars, (" ", 0, 0)]:
+        if not item[0].isspace():
+            current.append(item)
+        elif current:
+            word, starts, ends = zip(*current)
+            words.append(("".join(word), starts, ends))
+            current = []
+    return words
 
 
 class BasicTokenizer:
@@ -159,6 +258,71 @@ class BasicTokenizer:
         if self.strip_accents:
             text = unicodedata.normalize("NFD", text)
         return text.translate(self._split).split()
+
+    def tokenize_with_offsets(self, text: str) -> list[Word]:
+        """tokenize, with the start and end in text of what each character of a word came from.
+
+        Mostly a character of a word is one character of text; several can come from one ("İ"
+        lower-cased is i + a dot, a Hangul syllable becomes its letters) and, in a cased
+        vocabulary (NFC, no accent stripping), one can come from several (e + U+0301 -> é).
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        if self._is_plain(text):
+            return self._plain_words(text, 0)
+        words: list[Word] = []
+        for match in _CHUNK.finditer(text):  # only the unusual chunks take the slow path
+            chunk, start = match.group(), match.start()
+            plain = self._is_plain(chunk)
+            words += self._plain_words(chunk, start) if plain else self._aligned_words(chunk, start)
+        return words
+
+    def _is_plain(self, text: str) -> bool:
+        """ASCII without control characters or never-split tokens: no character changes length."""
+        return (
+            text.isascii()
+            and not _ASCII_CONTROL.search(text)
+            and not ("[" in text and self._has_never_split(text))
+        )
+
+    def _plain_words(self, text: str, start: int) -> list[Word]:
+        """The words of a plain text that starts at `start`: each character is its own."""
+        if self.lowercase:
+            text = text.lower()
+        return [
+            (
+                m.group(),
+                range(start + m.start(), start + m.end()),
+                range(start + m.start() + 1, start + m.end() + 1),
+            )
+            for m in _ASCII_WORD.finditer(text)
+        ]
+
+    def _aligned_words(self, chunk: str, start: int) -> list[Word]:
+        """tokenize's steps on aligned characters, for a chunk of text that starts at `start`."""
+        chars = _aligned_translate([(c, i, i + 1) for i, c in enumerate(chunk, start)], self._clean)
+        if not self.strip_accents:  # with stripping, NFD follows: NFC then changes nothing
+            chars = _aligned_nfc(chars)
+        cleaned = "".join(char for char, _, _ in chars)
+        if not ("[" in cleaned and self._has_never_split(cleaned)):
+            return self._split_words_aligned(chars)
+        words: list[Word] = []
+        for word in _aligned_split(chars):  # as _tokenize_word_by_word
+            if word[0] in self.never_split:
+                words.append(word)
+            else:
+                words += self._split_words_aligned(list(zip(*word)))
+        return words
+
+    def _split_words_aligned(self, chars: AlignedChars) -> list[Word]:
+        """_split_words on aligned characters, in the Rust tokenizer's order: accents stripped
+        before lower-casing (its spans differ where lower-casing makes a mark, "İ" -> i + U+0307;
+        the characters are the same)."""
+        if self.strip_accents:
+            chars = [item for item in _aligned_nfd(chars) if unicodedata.category(item[0]) != "Mn"]
+        if self.lowercase:
+            chars = _aligned_lower(chars)
+        return _aligned_split(_aligned_translate(chars, self._split))
 
     def _has_never_split(self, text: str) -> bool:
         return any(token in text for token in self.never_split)
@@ -208,3 +372,20 @@ def wordpiece_tokenize(
         pieces.append(piece)
         start = end
     return pieces
+
+
+def piece_offsets(pieces: Sequence[str], starts: Sequence[int], ends: Sequence[int]) -> list[Span]:
+    """Each piece's (start, end) in the text, from the starts and ends of its word's characters.
+
+    One piece ([UNK] included) spans the whole word; otherwise the first piece covers len(piece)
+    characters and each "##" piece len(piece) - 2, as Hugging Face's fast tokenizer counts.
+    """
+    if len(pieces) == 1:
+        return [(starts[0], ends[-1])]
+    offsets = []
+    first = 0
+    for i, piece in enumerate(pieces):
+        last = first + len(piece) - (2 if i else 0) - 1
+        offsets.append((starts[first], ends[last]))
+        first = last + 1
+    return offsets

@@ -3,8 +3,9 @@
 import pytest
 import torch
 
-from minibert import assets, finetuning
+from minibert import assets, finetuning, tasks
 from minibert import pretraining as P
+from minibert.tasks import baselines as task_baselines
 from minibert.teaching import baselines
 from minibert.tokenization import BertTokenizer
 
@@ -72,7 +73,7 @@ def test_topic_baseline_cosine_threshold_and_order_blindness():
 def test_bag_of_words_and_logistic_regression_learn_a_separable_task():
     texts = ["good fun", "a good film", "not good", "bad film", "very bad", "good and fun"] * 5
     labels = [1, 1, 0, 0, 0, 1] * 5
-    bow = baselines.BagOfWords(texts, min_count=2)
+    bow = task_baselines.BagOfWords(texts, min_count=2)
     assert "not_good" in bow.index and "good" in bow.index  # bigrams beside unigrams
     x = bow(texts)
     assert x.is_sparse and x.shape == (30, len(bow.index))
@@ -81,16 +82,16 @@ def test_bag_of_words_and_logistic_regression_learn_a_separable_task():
     linear = finetuning.fit_logistic_regression(x, labels, l2=1e-4)
     assert finetuning.predict(linear, x).tolist() == labels  # "not good" is negative: bigrams
     with pytest.raises(ValueError, match="occurs"):
-        baselines.BagOfWords(["a", "b"], min_count=2)
+        task_baselines.BagOfWords(["a", "b"], min_count=2)
 
 
 def test_ngrams_are_words_and_joined_word_runs():
-    assert baselines.ngrams("Not bad at all", 2) == [
+    assert task_baselines.ngrams("Not bad at all", 2) == [
         "not", "bad", "at", "all", "not_bad", "bad_at", "at_all"
     ]  # fmt: skip
-    assert baselines.ngrams("not bad", 1) == ["not", "bad"]
+    assert task_baselines.ngrams("not bad", 1) == ["not", "bad"]
     with pytest.raises(ValueError, match="n must be a positive int"):
-        baselines.ngrams("not bad at all", 0)
+        task_baselines.ngrams("not bad at all", 0)
 
 
 def test_opinion_scores_and_strongest_word():
@@ -112,11 +113,27 @@ def test_capitalisation_baselines_score_the_labelled_words(course_tok):
         ["Paris is big.", "Paris is old.", "the paris rules"], course_tok
     )
     test = finetuning.capitalisation_examples(["Paris is in France."], course_tok)
-    got = baselines.capitalisation_baselines(train, test, course_tok)
+    data = tuple(finetuning.TokenLabellingDataset(d) for d in (train, train, test))
+    got = tasks.get("capitalisation").baseline_scores(data, course_tok)
     # four labelled words: Paris (1), is (0), in (0), France (1, never seen in train)
-    # scored as a model is: finetuning.scores of the rule's answers, and the count of words
-    assert got["always lower-case"] == {**finetuning.scores([1, 0, 0, 1], [0, 0, 0, 0]), "words": 4}
+    # scored as a model is: the task's scores of the rule's answers
+    assert tasks.get("capitalisation").gold(data[2]) == [[1, 0, 0, 1]]  # one sentence
+    assert got["always lower-case"] == tasks.get("capitalisation").scores(
+        [1, 0, 0, 1], [0, 0, 0, 0]
+    )
     assert got["always lower-case"]["accuracy"] == 0.5 and got["always lower-case"]["f1"] == 0.0
     assert got["always lower-case"]["confusion"] == [[2, 0], [2, 0]]
     assert got["per-word majority"]["confusion"] == [[2, 0], [1, 1]]  # Paris right, France not
     assert got["per-word majority"]["accuracy"] == 0.75
+
+
+def test_review_baselines_fit_on_train_and_choose_on_dev(course_tok):
+    texts = ["good fun", "a good film", "not good", "bad film", "very bad", "good and fun"] * 5
+    labels = [1, 1, 0, 0, 0, 1] * 5
+    data = tuple(
+        finetuning.ClassificationDataset(t, y, course_tok, 16)
+        for t, y in ((texts, labels), (texts[:6], labels[:6]), (["good fun", "very bad"], [1, 0]))
+    )
+    got = tasks.get("rotten-tomatoes").baseline_scores(data, course_tok)
+    assert got["bag of words"]["accuracy"] == 1.0
+    assert got["majority class"]["confusion"] == [[1, 0], [1, 0]]  # a tie: the smaller id, 0

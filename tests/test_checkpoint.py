@@ -415,3 +415,31 @@ def test_c2_a_config_too_big_for_memory_is_refused_before_any_tensor(saved, monk
     with pytest.raises(ValueError, match=rf"{ours}=1,000,000,000 makes a model of .* GB") as e:
         BertForPreTraining.from_pretrained(saved)
     assert str(saved / "config.json") in str(e.value) and "more than this machine's" in str(e.value)
+
+
+def test_question_answering_folders_load_both_ways_with_equal_logits(tmp_path):
+    from minibert.model import BertForQuestionAnswering
+
+    config = CFG.replace(num_labels=2)  # a start and an end score
+    torch.manual_seed(0)
+    hf = transformers.BertForQuestionAnswering(transformers.BertConfig(**config.to_hf_config()))
+    hf.eval().save_pretrained(tmp_path / "hf")
+    ours = BertForQuestionAnswering.from_pretrained(tmp_path / "hf").eval()
+    assert ours.loading_info == {"ignored": [], "newly_initialized": []}
+    ours.save_pretrained(tmp_path / "ours")
+    back, info = transformers.BertForQuestionAnswering.from_pretrained(
+        tmp_path / "ours", output_loading_info=True
+    )
+    assert not any(info.values()), info
+    starts, ends = torch.tensor([1, 2]), torch.tensor([3, 4])
+    with torch.no_grad():
+        a = hf(input_ids=IDS, token_type_ids=TYPES, attention_mask=MASK,
+               start_positions=starts, end_positions=ends)  # fmt: skip
+        b = ours(IDS, TYPES, MASK, start_positions=starts, end_positions=ends)
+        c = back.eval()(input_ids=IDS, token_type_ids=TYPES, attention_mask=MASK)
+    for name in ("start_logits", "end_logits"):
+        torch.testing.assert_close(getattr(b, name), getattr(a, name), atol=1e-5, rtol=0)
+        torch.testing.assert_close(getattr(c, name), getattr(a, name), atol=1e-5, rtol=0)
+    torch.testing.assert_close(b.loss, a.loss, atol=1e-5, rtol=0)  # (start CE + end CE) / 2
+    with pytest.raises(ValueError, match="both"):
+        ours(IDS, TYPES, MASK, start_positions=starts)

@@ -1,5 +1,5 @@
-"""minibert.commands.models: fill-mask, classify and tag; each registered task's folder answered
-by the command of its shape, and refused in one line by the others."""
+"""minibert.commands.models: fill-mask, classify, tag and answer; each registered task's folder
+answered by the command of its shape, and refused in one line by the others."""
 
 from __future__ import annotations
 
@@ -9,8 +9,18 @@ from minibert import assets, cli, inference, recipes, tasks
 from minibert.model import BertForSequenceClassification
 from minibert.tokenization import BertTokenizer
 
-SAMPLE = {"text": "a gem of a film", "words": "the eiffel tower is in paris ."}
-COMMAND = {"text": "classify", "words": "tag"}
+CONTEXT = "the tower was built by gustave eiffel in paris ."
+ARGS = {  # what each command is given
+    "classify": ["a gem of a film"],
+    "tag": ["the eiffel tower is in paris ."],
+    "answer": ["--question", "who built the tower ?", "--context", CONTEXT],
+}
+COMMAND = {"text": "classify", "words": "tag", "span": "answer"}
+
+
+def _args(task, command: str) -> list[str]:
+    """The command's arguments for a folder of this task (a pair for a pair task)."""
+    return ["who built it ?", "eiffel did ."] if task.pairs else ARGS[command]
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +35,7 @@ def folders(tmp_path_factory):
             train_examples=32,
             steps=2,
             batch_size=16,
-            max_length=32,
+            max_length=96 if tasks.get(name).shape == "span" else 32,  # room for the context
             evaluations=1,
             progress=False,
         ).folder  # fmt: skip
@@ -37,18 +47,38 @@ def folders(tmp_path_factory):
 def test_every_tasks_folder_is_answered_by_the_command_of_its_shape(folders, name, capsys):
     task, folder = tasks.get(name), folders[name]
     assert tasks.of_folder(folder) is task
-    assert cli.main([COMMAND[task.shape], str(folder), SAMPLE[task.shape]]) == 0
+    command = COMMAND[task.shape]
+    assert cli.main([command, str(folder), *_args(task, command)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    labels = {line.split("\t")[0 if task.shape == "text" else 1] for line in lines}
-    assert labels <= set(task.labels) and lines
-    if task.shape == "words":  # a line per word, pieces joined back
+    if command == "answer":  # the answer's text alone, then its probability and characters
+        assert lines[0] in CONTEXT and lines[1].startswith("probability ")
+    else:
+        labels = {line.split("\t")[0 if command == "classify" else 1] for line in lines}
+        assert labels <= set(task.labels) and len(lines) == 1 + 6 * (command == "tag")
+    if command == "tag":  # a line per word, pieces joined back
         assert [line.split("\t")[0] for line in lines] == ["the", "eiffel", "tower", "is", "in",
-                                                          "paris", "."]  # fmt: skip
-    other = next(c for s, c in COMMAND.items() if s != task.shape)
-    assert cli.main([other, str(folder), SAMPLE[task.shape]]) == 1
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and f"use `minibert {COMMAND[task.shape]} {folder}" in err
-    assert f"task {name}" in err
+                                                           "paris", "."]  # fmt: skip
+    for other in (c for c in ARGS if c != command):
+        assert cli.main([other, str(folder), *ARGS[other]]) == 1
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and f"use `minibert {command} {folder}" in err
+        assert f"task {name}" in err
+
+
+def test_a_pair_tasks_folder_takes_text_and_text_b(folders, capsys):
+    folder = folders["wiki-qnli"]
+    assert cli.main(["classify", str(folder), "who built it ?"]) == 1
+    assert "give TEXT TEXT_B" in capsys.readouterr().err
+
+
+def test_answer_reads_a_context_file_and_refuses_an_empty_question(folders, tmp_path, capsys):
+    (tmp_path / "paragraph.txt").write_text(CONTEXT, encoding="utf-8")
+    folder = str(folders["wiki-qa"])
+    assert cli.main(["answer", folder, "--question", "who?", "--context",
+                     str(tmp_path / "paragraph.txt")]) == 0  # fmt: skip
+    assert capsys.readouterr().out.splitlines()[0] in CONTEXT
+    assert cli.main(["answer", folder, "--question", " ", "--context", CONTEXT]) == 1
+    assert "not empty" in capsys.readouterr().err
 
 
 def test_classify_takes_sentence_pairs(folders, capsys):

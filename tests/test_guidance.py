@@ -5,7 +5,7 @@ import torch
 from conftest import make_tiny_config
 
 from minibert.attention import MultiHeadSelfAttention, padding_mask
-from minibert.guidance import GuidedAttention, NeighbourGuidance
+from minibert.guidance import GuidedAttention, NeighbourGuidance, neighbour_loss
 from minibert.model import BertForPreTraining
 
 
@@ -28,29 +28,33 @@ def batch(seq=12, pad=3):
 def test_unguided_attention_is_the_standard_one():
     torch.manual_seed(0)
     plain = MultiHeadSelfAttention(16, 4)
-    guided = GuidedAttention(16, 4)
-    guided.load_state_dict(plain.state_dict())
+    guided = GuidedAttention(16, 4)  # bias 0: no bonus
+    guided.load_state_dict({**plain.state_dict(), "step": guided.step})
     x, mask = torch.randn(2, 6, 16), padding_mask(torch.tensor([[1] * 6, [1] * 4 + [0] * 2]))
     torch.testing.assert_close(guided(x, mask)[0], plain(x, mask)[0])
-    guided.bias, guided.guide = 8.0, True
-    guided.eval()  # evaluation never applies the bonus
+    guided = GuidedAttention(16, 4, bias=8.0, steps=10)
+    guided.load_state_dict({**plain.state_dict(), "step": guided.step})
+    guided.eval()  # evaluation never applies the bonus, nor counts a step
     torch.testing.assert_close(guided(x, mask)[0], plain.eval()(x, mask)[0])
-    assert guided.aux_loss is None
+    assert int(guided.step) == 0
 
 
 def test_bonus_points_the_guided_heads_at_the_neighbours_and_skips_padding():
     torch.manual_seed(0)
-    guided = GuidedAttention(16, 4).train()
-    guided.bias, guided.guide = 30.0, True
+    guided = GuidedAttention(16, 4, bias=30.0, steps=10).train()
     real = torch.tensor([[1] * 6, [1] * 4 + [0] * 2])
-    _, weights = guided(torch.randn(2, 6, 16), padding_mask(real), output_attentions=True)
+    x = torch.randn(2, 6, 16)
+    _, weights = guided(x, padding_mask(real), output_attentions=True)
     i = torch.arange(1, 6)
     assert (weights[0, 0, i, i - 1] > 0.99).all()  # head 0: the previous token
     assert (weights[0, 1, i - 1, i] > 0.99).all()  # head 1: the next token
     assert weights[1, 1, 3, 4] == 0  # the last real token's "next" is padding: no bonus there
     assert weights[..., 4:][1].abs().sum() == 0  # padding gets no weight at all
     assert weights[0, 2:].max() < 0.99  # unguided heads are untouched
-    assert torch.isfinite(guided.aux_loss) and guided.aux_loss > 0
+    assert int(guided.step) == 1 and guided.strength() == pytest.approx(0.9)
+    aux = neighbour_loss(guided, x, real)  # the heads' own attention, without the bonus
+    assert torch.isfinite(aux) and aux > 0
+    assert neighbour_loss(guided, x, real) == aux  # a pure function: it changes nothing
 
 
 def test_guidance_anneals_then_finishes_as_a_standard_bert():
@@ -60,14 +64,16 @@ def test_guidance_anneals_then_finishes_as_a_standard_bert():
     reference = {k: v.clone() for k, v in model.state_dict().items()}
     guided = NeighbourGuidance(model, bias=8.0, aux_weight=1.0, steps=4).train()
     inputs = batch()
-    base = model(**inputs).loss  # the wrapped model directly: no aux in its loss yet
+    base = model.eval()(**inputs).loss  # no bonus, no aux (dropout is 0: as in training)
+    guided.train()
     losses = []
     for step in range(6):
         assert guided.strength() == pytest.approx(max(0.0, 1 - step / 4))
         losses.append(guided(**inputs).loss)
     assert losses[0] > base  # the auxiliary loss is added while guiding
+    assert int(guided.attention.step) == 6
     torch.testing.assert_close(losses[5], model(**inputs).loss)  # plain after the anneal
-    assert int(guided.step) == 6 and "step" in guided.state_dict()
+    assert "model.bert.encoder.layers.0.attention.step" in guided.state_dict()  # resumes
     plain = guided.finish()
     assert type(plain.bert.encoder.layers[0].attention) is MultiHeadSelfAttention
     assert plain.state_dict().keys() == reference.keys()
@@ -82,13 +88,18 @@ def test_aux_loss_teaches_the_heads_to_find_their_neighbours():
     guided = NeighbourGuidance(BertForPreTraining(config), 0.0, 1.0, 10_000).train()
     optimizer = torch.optim.Adam(guided.parameters(), lr=1e-2)
     inputs = batch()
-    first = None
+
+    def aux() -> float:
+        with torch.no_grad():
+            x = guided.model.bert.embeddings(inputs["input_ids"], inputs["token_type_ids"])
+            return neighbour_loss(guided.attention, x, inputs["attention_mask"]).item()
+
+    first = aux()
     for _ in range(60):
         guided(**inputs).loss.backward()
-        first = first if first is not None else float(guided.attention.aux_loss.detach())
         optimizer.step()
         optimizer.zero_grad()
-    assert float(guided.attention.aux_loss.detach()) < 0.3 * first
+    assert aux() < 0.3 * first
 
 
 def test_bad_settings():
@@ -97,3 +108,22 @@ def test_bad_settings():
         NeighbourGuidance(model, 8.0, 1.0, 0)
     with pytest.raises(ValueError, match="heads"):
         GuidedAttention(16, 1)
+    with pytest.raises(ValueError, match="steps"):
+        GuidedAttention(16, 4, bias=1.0, steps=0)
+
+
+def test_the_loss_is_added_only_while_training_and_hidden_states_only_when_asked():
+    torch.manual_seed(0)
+    config = make_tiny_config(hidden_dropout=0.0, attention_dropout=0.0)
+    model = BertForPreTraining(config)
+    guided = NeighbourGuidance(model, bias=0.0, aux_weight=1.0, steps=4).train()
+    inputs = batch()
+    x = model.bert.embeddings(inputs["input_ids"], inputs["token_type_ids"])
+    plain = model.eval()(**inputs).loss  # dropout 0: as in training, and no step counted
+    expected = plain + neighbour_loss(guided.attention, x, inputs["attention_mask"])
+    out = guided.train()(**inputs)
+    torch.testing.assert_close(out.loss, expected)
+    assert out.hidden_states is None
+    assert len(guided(**inputs, output_hidden_states=True).hidden_states) == config.num_layers + 1
+    guided.eval()
+    torch.testing.assert_close(guided(**inputs).loss, model(**inputs).loss)

@@ -294,3 +294,31 @@ def test_argparse_lives_in_the_commands_layer_only():
                 importers.append(name)
     assert importers, "the walk sees imports of argparse at all"
     assert {m.split(".")[0] for m in importers} <= {"cli", "commands"}, sorted(importers)
+
+
+def test_a_built_wheel_holds_every_sub_package_and_the_package_data(tmp_path):
+    # `pip install .` (not editable) installs what the wheel holds: once it held minibert/*.py only
+    import shutil
+    import zipfile
+
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "minibert", source / "minibert",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path / "wheel"), str(source)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    (wheel,) = (tmp_path / "wheel").glob("minibert-*.whl")
+    held = set(zipfile.ZipFile(wheel).namelist())
+    package = ROOT / "minibert"
+    wanted = {
+        str(path.relative_to(ROOT))
+        for path in package.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+    assert wanted - held == set()

@@ -1,9 +1,11 @@
-"""``minibert fill-mask``, ``minibert classify`` and ``minibert tag``: a trained folder answering.
+"""``minibert fill-mask``, ``classify``, ``tag`` and ``answer``: a trained folder answering.
 
     minibert fill-mask runs/tiny "the [MASK] of france is paris ."
     minibert classify runs/rt "a gem of a film" "a tedious mess"
+    minibert classify runs/qnli "who built it ?" "the tower was built by eiffel ."  # a pair task
     minibert classify runs/pairs "who built it ?" --pair "the tower was built by eiffel ."
     minibert tag runs/caps "the eiffel tower is in paris ."
+    minibert answer runs/qa --question "who built it ?" --context paragraph.txt
 
 A fine-tuned folder says what it answers: its config.json's architectures (and results.json's
 task): a folder of another shape is refused in one line naming the command that fits it.
@@ -21,8 +23,16 @@ from minibert import inference, tasks
 from minibert.commands.flags import argparse_type
 from minibert.options import POSITIVE_INT
 
-COMMANDS = {"BertForSequenceClassification": "classify", "BertForTokenClassification": "tag"}
-ANSWERS = {"classify": "labels each text (or pair of texts)", "tag": "labels each word"}
+COMMANDS = {
+    "BertForSequenceClassification": "classify",
+    "BertForTokenClassification": "tag",
+    "BertForQuestionAnswering": "answer",
+}
+ANSWERS = {
+    "classify": "labels each text (or pair of texts)",
+    "tag": "labels each word",
+    "answer": "answers a question with a span of a context",
+}
 
 
 class CommandError(Exception):
@@ -55,7 +65,7 @@ def _architecture(folder: str) -> str | None:
     return next((name for name in names if name in COMMANDS), None)
 
 
-def _fine_tuned(folder: str, command: str) -> tuple[Any, Any]:
+def _fine_tuned(folder: str, command: str) -> tuple[Any, Any, Any]:
     """The model and tokenizer of a folder fine-tuned for this command's shape, or a CommandError
     naming the command that fits the folder (or saying it is not fine-tuned)."""
     found = _architecture(folder)
@@ -78,7 +88,7 @@ def _fine_tuned(folder: str, command: str) -> tuple[Any, Any]:
             "pretrained model, not a fine-tuned one; fine-tune it first (minibert finetune "
             "--model FOLDER --out OUT)"
         )
-    return model, tok
+    return model, tok, task
 
 
 def add_arguments(sub: argparse._SubParsersAction) -> None:
@@ -98,7 +108,8 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
     fill.set_defaults(run=fill_mask)
     label = sub.add_parser("classify", help="label texts (or text pairs) with a fine-tuned model")
     label.add_argument("model", help="a folder written by `minibert finetune` for a text task")
-    label.add_argument("texts", nargs="+", help="one or more texts, each in quotes")
+    label.add_argument("texts", nargs="+", help="one or more texts, each in quotes; for a folder "
+                       "of a pair task (wiki-qnli), TEXT TEXT_B: one pair")  # fmt: skip
     label.add_argument("--pair", nargs="+", default=None, metavar="TEXT_B",
                        help="the second text of each pair (segment B), one per text")  # fmt: skip
     label.set_defaults(run=classify)
@@ -106,6 +117,14 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
     words.add_argument("model", help="a folder written by `minibert finetune` for a word task")
     words.add_argument("text", help="the text to tag, in quotes")
     words.set_defaults(run=tag)
+    reader = sub.add_parser("answer", help="answer a question with a span of a context")
+    reader.add_argument("model", help="a folder written by `minibert finetune --task wiki-qa`")
+    reader.add_argument("--question", required=True, help="the question, in quotes")
+    reader.add_argument("--context", required=True, metavar="TEXT_OR_FILE",
+                        help="the context to answer from: a text in quotes, or a file")  # fmt: skip
+    reader.add_argument("--max-length", type=argparse_type(int, POSITIVE_INT), default=None,
+                        help="pieces per window (default: the folder's training length)")  # fmt: skip
+    reader.set_defaults(run=answer)
 
 
 def _run(command: str, answer: Any) -> int:
@@ -135,10 +154,16 @@ def classify(args: argparse.Namespace) -> int:
     """Print each text's label and probability (tab-separated, then the text)."""
 
     def answer() -> None:
-        model, tok = _fine_tuned(args.model, "classify")
-        labels = inference.classify(model, tok, args.texts, args.pair)
-        for i, (text, (name, probability)) in enumerate(zip(args.texts, labels)):
-            shown = text if args.pair is None else f"{text} | {args.pair[i]}"
+        model, tok, task = _fine_tuned(args.model, "classify")
+        texts, pairs = args.texts, args.pair
+        if task is not None and task.pairs and pairs is None:  # TEXT TEXT_B: one pair
+            if len(texts) != 2:
+                raise CommandError(f"{args.model} labels pairs ({task.name}): give TEXT TEXT_B "
+                                   "(or texts with --pair, one second text each)")  # fmt: skip
+            texts, pairs = texts[:1], texts[1:]
+        labels = inference.classify(model, tok, texts, pairs)
+        for i, (text, (name, probability)) in enumerate(zip(texts, labels)):
+            shown = text if pairs is None else f"{text} | {pairs[i]}"
             print(f"{name}\t{probability:.3f}\t{shown}")
 
     return _run("classify", answer)
@@ -148,8 +173,33 @@ def tag(args: argparse.Namespace) -> int:
     """Print each word with its label and probability, one word a line."""
 
     def answer() -> None:
-        model, tok = _fine_tuned(args.model, "tag")
+        model, tok, _ = _fine_tuned(args.model, "tag")
         for word, name, probability in inference.tag(model, tok, args.text):
             print(f"{word}\t{name}\t{probability:.3f}")
 
     return _run("tag", answer)
+
+
+def answer(args: argparse.Namespace) -> int:
+    """Print the answer's text alone on the first line, then its probability and characters."""
+
+    def run() -> None:
+        model, tok, _ = _fine_tuned(args.model, "answer")
+        context = args.context
+        if len(context) < 4096 and Path(context).is_file():
+            context = Path(context).read_text(encoding="utf-8")
+        length = args.max_length or _trained_length(args.model)
+        found = inference.answer(model, tok, args.question, context, length, length // 4)
+        print(found.text)
+        print(f"probability {found.probability:.3f}\tcharacters {found.start}-{found.end}")
+
+    return _run("answer", run)
+
+
+def _trained_length(folder: str) -> int:
+    """The window length a folder was fine-tuned with (results.json), else 384."""
+    try:
+        results = json.loads((Path(folder) / "results.json").read_text(encoding="utf-8"))
+        return int(results["options"]["max_length"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 384

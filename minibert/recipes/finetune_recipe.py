@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from minibert import distributed, finetuning, tasks
-from minibert.config import IGNORE_INDEX, BertConfig
+from minibert.config import BertConfig
 from minibert.options import (
     COUNT,
     FRACTION,
@@ -38,7 +38,7 @@ from minibert.recipes.shared import (
     start,
 )
 from minibert.tokenization import BertTokenizer
-from minibert.training import TrainOptions, evaluate, train
+from minibert.training import TrainOptions, train
 from minibert.utils import atomic_write, default_device
 
 __all__ = ["FinetuneOptions", "FinetuneResult", "default_lr", "finetune"]
@@ -136,8 +136,11 @@ class FinetuneOptions:
         check=tasks.check_name,
     )
     epochs: int = option(3, help="passes over the training examples", check=POSITIVE_INT)
-    max_length: int = option(
-        128, help="tokens per example, [CLS]/[SEP] included", check=POSITIVE_INT
+    max_length: int | None = option(
+        None,
+        help="tokens per example (per window of a long context), [CLS]/[SEP] included (default: "
+        "the task's, 128, or 256 for wiki-qa; at most the model's positions)",
+        check=POSITIVE_INT,
     )
     train_examples: int | None = option(
         None,
@@ -196,6 +199,9 @@ def finetune(
         out, overwrite=o.overwrite, resume=o.train.resume, writer=distributed.is_main()
     )
     source = model_folder(o.model)
+    if o.max_length is None:  # the task's own length, at most the model's positions
+        positions = BertConfig.from_hf_config(source).max_position_embeddings
+        o = dataclasses.replace(o, max_length=min(spec.max_length, positions))
     distributed.check_split(o.train.batch_size)
     if o.train.resume:
         check_resume(folder, o)
@@ -353,24 +359,9 @@ def _classifier(o: FinetuneOptions, spec: tasks.Task, source: Path, config: Bert
 
 
 def _measure(net, data, collate, spec: tasks.Task) -> dict[str, Any]:
-    """The task's scores on a dataset (its unit counted) and each text's prediction."""
-    order = sorted(range(len(data)), key=lambda i: -len(data[i]["input_ids"]))  # less padding
-    labels, predictions, per_text = [], [], []
-
-    def collect(batch: dict, out: Any) -> dict:
-        guess = out.logits.argmax(-1)
-        keep = batch["labels"] != IGNORE_INDEX
-        labels.extend(batch["labels"][keep].tolist())
-        predictions.extend(guess[keep].tolist())
-        if guess.dim() == 1:  # a label per text
-            per_text.extend(guess.tolist())
-        return {}
-
-    evaluate(net, [data[i] for i in order], 64, collate, metrics_fn=collect)
-    measured = {**spec.scores(labels, predictions), "examples": len(labels)}
-    if per_text:  # back in the data's order
-        measured["predictions"] = [guess for _, guess in sorted(zip(order, per_text))]
-    return measured
+    """The task's scores on a dataset (its unit counted) and each item's prediction, in order."""
+    predictions = spec.predict(net, data, collate)
+    return {**spec.scores(spec.gold(data), predictions), "predictions": predictions}
 
 
 def _by_length(data: Sequence) -> list:

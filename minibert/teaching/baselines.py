@@ -3,13 +3,12 @@
 - masked language modelling (lesson 4): ``mlm_baselines`` (most frequent token, copy the visible
   token, the ``NgramTable`` of neighbours), scored at the same [MASK] and chosen positions;
 - next sentence prediction (lesson 5): ``TopicBaseline``, the TF-IDF cosine of the two segments;
-- reviews (lessons 6 and 7): ``BagOfWords`` (TF-IDF unigrams and bigrams, for
-  ``minibert.finetuning.fit_logistic_regression``), ``opinion_scores`` and ``strongest_word``;
-- restoring capitalisation (lesson 7): ``capitalisation_baselines`` (always lower-case, the
-  per-word majority).
+- reviews (lesson 7): ``opinion_scores`` and ``strongest_word``, which words decide a snippet.
 
 They exist for the lessons and the benchmarks; the measures they are scored with are the
-library's (``minibert.pretraining.metrics_for``, ``minibert.finetuning.scores``).
+library's (``minibert.pretraining.metrics_for``, ``minibert.finetuning.scores``). The baselines of
+the fine-tuning tasks belong to the tasks (``minibert.tasks.baselines``: majority, bag of words,
+per-word majority), each scored at the positions its task scores.
 """
 
 from __future__ import annotations
@@ -19,21 +18,14 @@ import math
 import re
 from collections.abc import Sequence
 
-import torch
-
 from minibert.config import IGNORE_INDEX, IS_NEXT, NOT_NEXT
-from minibert.finetuning import scores
 from minibert.pretraining import PretrainingExample
-from minibert.wordpiece import BasicTokenizer
 
 __all__ = [
     "WORD",
-    "BagOfWords",
     "NgramTable",
     "TopicBaseline",
-    "capitalisation_baselines",
     "mlm_baselines",
-    "ngrams",
     "opinion_scores",
     "strongest_word",
 ]
@@ -194,17 +186,6 @@ class TopicBaseline:
 # --- reviews: a bag of words, and the words that carry an opinion --------------------------------
 
 
-def ngrams(text: str, n: int = 2) -> list[str]:
-    """The lower-cased words of text and its word n-grams up to n ("not bad" -> not, bad, not_bad)."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
-    words = BasicTokenizer().tokenize(text)
-    grams = list(words)
-    for k in range(2, n + 1):
-        grams += ["_".join(words[i : i + k]) for i in range(len(words) - k + 1)]
-    return grams
-
-
 WORD = re.compile(r"[a-z]+")  # a word, for counting: letters only, after lower-casing
 
 
@@ -237,85 +218,3 @@ def strongest_word(text: str, scores: dict[str, float]) -> str | None:
     """The scored word of text with the largest absolute score (ties: alphabetical), or None."""
     found = sorted(w for w in set(WORD.findall(text.lower())) if w in scores)
     return max(found, key=lambda w: abs(scores[w]), default=None)
-
-
-class BagOfWords:
-    """Texts -> TF-IDF weighted counts of the unigrams and bigrams seen at least min_count times."""
-
-    def __init__(self, texts: Sequence[str], min_count: int = 2, n: int = 2):
-        counts: dict[str, int] = {}
-        docs = [set(ngrams(t, n)) for t in texts]
-        for doc in docs:
-            for g in doc:
-                counts[g] = counts.get(g, 0) + 1
-        kept = sorted(g for g, c in counts.items() if c >= min_count)
-        if not kept:
-            raise ValueError(f"no n-gram occurs {min_count} times in the {len(texts)} texts")
-        self.index = {g: i for i, g in enumerate(kept)}
-        self.idf = torch.tensor(
-            [math.log((1 + len(docs)) / (1 + counts[g])) + 1 for g in kept], dtype=torch.float32
-        )
-        self.n = n
-
-    def __call__(self, texts: Sequence[str]) -> torch.Tensor:
-        """(texts, features), sparse: log(1 + count) x idf, each row scaled to unit length."""
-        rows, cols, values = [], [], []
-        for row, text in enumerate(texts):
-            counts: dict[int, int] = {}
-            for g in ngrams(text, self.n):
-                if g in self.index:
-                    counts[self.index[g]] = counts.get(self.index[g], 0) + 1
-            weights = {c: math.log1p(k) * float(self.idf[c]) for c, k in counts.items()}
-            norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
-            for c, w in weights.items():
-                rows.append(row)
-                cols.append(c)
-                values.append(w / norm)
-        return torch.sparse_coo_tensor(
-            torch.tensor([rows, cols], dtype=torch.long).reshape(2, -1),
-            torch.tensor(values, dtype=torch.float32),
-            (len(texts), len(self.index)),
-            check_invariants=True,
-        ).coalesce()
-
-
-# --- restoring capitalisation: rules per word ----------------------------------------------------
-
-
-def _labelled_words(example: dict[str, list[int]], tokenizer) -> list[tuple[tuple[str, ...], int]]:
-    """(the word's pieces, its label) at each labelled position of a capitalisation example."""
-    pieces = tokenizer.convert_ids_to_tokens(example["input_ids"])
-    words = []
-    for i, label in enumerate(example["labels"]):
-        if label == IGNORE_INDEX:
-            continue
-        end = i + 1
-        while end < len(pieces) and pieces[end].startswith("##"):
-            end += 1
-        words.append((tuple(pieces[i:end]), label))
-    return words
-
-
-def capitalisation_baselines(
-    train: Sequence[dict[str, list[int]]], test: Sequence[dict[str, list[int]]], tokenizer
-) -> dict[str, dict[str, float]]:
-    """Word-level accuracy and F1 (label 1, capitalised) of two rules, at the labelled positions.
-
-    "always lower-case" labels every word 0; "per-word majority" gives each word the label it has
-    most often in train (lower-case for words never seen there).
-    """
-    counts: dict[tuple[str, ...], list[int]] = {}
-    for example in train:
-        for word, label in _labelled_words(example, tokenizer):
-            counts.setdefault(word, [0, 0])[label] += 1
-    labels, rules = [], {"always lower-case": [], "per-word majority": []}
-    for example in test:
-        for word, label in _labelled_words(example, tokenizer):
-            labels.append(label)
-            rules["always lower-case"].append(0)
-            seen = counts.get(word, [1, 0])
-            rules["per-word majority"].append(int(seen[1] > seen[0]))
-    return {
-        name: {**scores(labels, predictions), "words": len(labels)}
-        for name, predictions in rules.items()
-    }

@@ -1,0 +1,70 @@
+"""capitalisation and review-capitalisation: which words of lower-cased text were capitalised.
+
+The same token task in two domains (Wikipedia sentences, review snippets): a label per word on
+its first piece, kept by the F1 of capitalised words (most words are lower-case: accuracy would
+favour answering "lower" everywhere).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from minibert import corpora, finetuning
+from minibert.tasks.baselines import majority, per_word_majority
+from minibert.tasks.registry import Baseline, Loader, Selection, Task, register, subset
+
+
+def _capitalisation(tok, max_length: int, train_examples: int | None, seed: int):
+    """Sentences of the Wikipedia training articles (every tenth is dev) and of the held-out ones."""
+    sentences = [s for a in corpora.wikipedia_articles("train") for s in a.sentences]
+    train = [s for i, s in enumerate(sentences) if i % 10]
+    test = [s for a in corpora.wikipedia_articles("heldout") for s in a.sentences]
+    return _words_capitalised(tok, max_length, subset(train, train_examples, seed, "sentences"),
+                              sentences[::10], test)  # fmt: skip
+
+
+def _review_capitalisation(tok, max_length: int, train_examples: int | None, seed: int):
+    """Review snippets of the training, dev and test movies (corpora.rotten_tomatoes' split)."""
+    train, dev, test = (
+        [r.text for r in corpora.rotten_tomatoes(s)] for s in ("train", "dev", "test")
+    )
+    return _words_capitalised(tok, max_length, subset(train, train_examples, seed, "snippets"),
+                              dev, test)  # fmt: skip
+
+
+def _words_capitalised(tok, max_length: int, *parts: Sequence[str]) -> tuple:
+    """A dataset per part: each text lower-cased, its words labelled capitalised or not."""
+    return tuple(
+        finetuning.TokenLabellingDataset(finetuning.capitalisation_examples(p, tok, max_length))
+        for p in parts
+    )
+
+
+BASELINES = (
+    Baseline("always lower-case", majority),  # the majority label
+    Baseline("per-word majority", per_word_majority),
+)
+
+
+def _capitalisation_task(name: str, load: Loader, description: str) -> Task:
+    """A task of restoring capitalisation, with its two rules as baselines."""
+    return Task(name=name, labels=("lower", "capitalised"), shape="words", unit="word", load=load,
+                metrics=finetuning.token_metrics, selection=Selection("f1", finetuning.positive_f1),
+                description=description, baselines=BASELINES)  # fmt: skip
+
+
+CAPITALISATION = register(
+    _capitalisation_task(
+        "capitalisation",
+        _capitalisation,
+        "which words of lower-cased Wikipedia text were capitalised (a token task)",
+    )
+)
+REVIEW_CAPITALISATION = register(
+    _capitalisation_task(
+        "review-capitalisation",
+        _review_capitalisation,
+        "which words of lower-cased review snippets were capitalised (the token task in the "
+        "reviews' domain, split by movie)",
+    )
+)

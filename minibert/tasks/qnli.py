@@ -1,0 +1,116 @@
+"""wiki-qnli: does this sentence answer the question? Sentence pairs made from wiki-qa (GLUE's QNLI).
+
+GLUE (Wang et al., 2018) turned SQuAD into sentence pairs: each question with each sentence of its
+paragraph, labelled by whether the sentence holds the answer, leaving out pairs with little word
+overlap. Here, from each wiki-qa question (the same splits, by article): one positive pair, the
+sentence that holds the first accepted answer's start, and one negative, another sentence of the
+paragraph drawn at random (seeded by the question's id) among those that share at least one
+content word with the question (any other sentence when none does; a one-sentence paragraph gives
+no negative). So the two labels are near balanced, and a negative is never a sentence with no word
+in common, the easy case GLUE removed. Labels: 0 not_entailment, 1 entailment (the positive).
+Baseline: word overlap, QNLI's known shortcut (the share of the question's content words in the
+sentence, its threshold chosen on dev by balanced accuracy).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import zlib
+from collections.abc import Sequence
+
+from minibert import corpora, finetuning
+from minibert.tasks.qa import Question, questions
+from minibert.tasks.registry import Baseline, Selection, Task, register, subset
+
+__all__ = ["STOP_WORDS", "content_words", "overlap", "pairs"]
+
+STOP_WORDS = frozenset(
+    "a an the of in on at to for from by with as and or but is are was were be been being it its "
+    "this that these those which who whom whose what when where why how did do does has have had "
+    "not no into than then there their they he she his her him them we you i also can could would "
+    "should may might will shall about after before over under between during such".split()
+)
+_WORD = re.compile(r"\w+")
+
+
+def content_words(text: str) -> set[str]:
+    """The lower-cased words of text that are not stop words."""
+    return {w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS}
+
+
+def overlap(question: str, sentence: str) -> float:
+    """The share of the question's content words that the sentence holds (0 when it has none)."""
+    asked = content_words(question)
+    return len(asked & content_words(sentence)) / len(asked) if asked else 0.0
+
+
+def _sentences(context: str) -> list[tuple[int, str]]:
+    """The context's sentences with their character starts (the context is whitespace-normal)."""
+    found, at = [], 0
+    for sentence in corpora.split_sentences(context):
+        start = context.find(sentence, at)
+        if start < 0:
+            raise ValueError(f"sentence not found in its context: {sentence[:60]!r}")
+        found.append((start, sentence))
+        at = start + len(sentence)
+    return found
+
+
+def pairs(items: Sequence[Question]) -> list[tuple[str, str, int]]:
+    """(question, sentence, label) pairs: per question one positive and at most one negative."""
+    made = []
+    for q in items:
+        sentences = _sentences(q.context)
+        answer = q.answers[0][1]
+        holds = max(i for i, (start, _) in enumerate(sentences) if start <= answer)
+        made.append((q.question, sentences[holds][1], 1))
+        others = [s for i, (_, s) in enumerate(sentences) if i != holds]
+        sharing = [s for s in others if content_words(q.question) & content_words(s)]
+        if others:
+            rng = random.Random(zlib.crc32(q.id.encode("utf-8")))
+            made.append((q.question, rng.choice(sharing or others), 0))
+    return made
+
+
+def _dataset(items: Sequence[Question], tok, max_length: int) -> finetuning.ClassificationDataset:
+    """The pairs of these questions as a dataset: [CLS] question [SEP] sentence [SEP]."""
+    made = pairs(items)
+    return finetuning.ClassificationDataset(
+        [q for q, _, _ in made], [y for _, _, y in made], tok, max_length, [s for _, s, _ in made]
+    )
+
+
+def _load(tok, max_length: int, train_examples: int | None, seed: int):
+    """The pairs of the wiki-qa training, dev and test questions (train_examples: questions)."""
+    train = subset(questions("train"), train_examples, seed, "questions")
+    return tuple(_dataset(q, tok, max_length) for q in (train, questions("dev"), questions("test")))
+
+
+def _word_overlap(train, dev, test, tokenizer) -> list[int]:
+    """entailment when the overlap reaches the threshold that is best on dev (balanced accuracy)."""
+    scored = [overlap(q, s) for q, s in zip(dev.texts, dev.text_pairs)]
+
+    def balanced(threshold: float) -> float:
+        predicted = [int(v >= threshold) for v in scored]
+        return finetuning.scores(dev.labels, predicted)["balanced_accuracy"]
+
+    threshold = max(sorted(set(scored)), key=balanced)  # the lowest of the best on a tie
+    return [int(overlap(q, s) >= threshold) for q, s in zip(test.texts, test.text_pairs)]
+
+
+WIKI_QNLI = register(
+    Task(
+        name="wiki-qnli",
+        labels=("not_entailment", "entailment"),
+        shape="text",
+        unit="pair",
+        load=_load,
+        metrics=finetuning.classification_metrics,
+        selection=Selection("balanced_accuracy", finetuning.balanced_accuracy),
+        description="does the sentence hold the answer to the question? (pairs from wiki-qa, "
+        "GLUE's QNLI construction)",
+        baselines=(Baseline("word overlap", _word_overlap),),
+        pairs=True,
+    )
+)
