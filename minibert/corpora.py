@@ -180,8 +180,9 @@ def wiki_paragraphs(wikitext: str) -> list[str]:
     return paragraphs
 
 
-def read_wikipedia_dump(path: str | Path) -> Iterator[Article]:
-    """Articles of any MediaWiki XML dump (.xml or .xml.bz2): main namespace, no redirects, no empties."""
+def dump_pages(path: str | Path) -> Iterator[tuple[str, str]]:
+    """(title, wikitext) of each page of a MediaWiki XML dump (.xml or .xml.bz2): the main
+    namespace, redirects left out."""
     from gensim.corpora.wikicorpus import extract_pages
 
     path = Path(path)
@@ -196,13 +197,18 @@ def read_wikipedia_dump(path: str | Path) -> Iterator[Article]:
     try:
         with opener(path, "rb") as f:
             for title, wikitext, _page_id in extract_pages(f, filter_namespaces=("0",)):
-                if wikitext.lstrip().lower().startswith("#redirect"):
-                    continue
-                paragraphs = wiki_paragraphs(wikitext)
-                if paragraphs:
-                    yield make_article(title, paragraphs)
+                if not wikitext.lstrip().lower().startswith("#redirect"):
+                    yield title, wikitext
     except (SyntaxError, OSError, EOFError, ValueError) as exc:  # XML ParseError: SyntaxError
         raise ValueError(f"{path} is not a readable MediaWiki dump: {exc}") from None
+
+
+def read_wikipedia_dump(path: str | Path) -> Iterator[Article]:
+    """Articles of any MediaWiki XML dump (.xml or .xml.bz2): main namespace, no redirects, no empties."""
+    for title, wikitext in dump_pages(path):
+        paragraphs = wiki_paragraphs(wikitext)
+        if paragraphs:
+            yield make_article(title, paragraphs)
 
 
 def heldout_article(title: str) -> bool:

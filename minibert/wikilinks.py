@@ -36,7 +36,6 @@ boundary is dropped from both sentences and counted (``LinkedArticle.crossing``)
 
 from __future__ import annotations
 
-import bz2
 import functools
 import html
 import re
@@ -334,21 +333,9 @@ def _article(title: str, wikitext: str) -> LinkedArticle | None:
 
 def read_linked_dump(path: str | Path) -> Iterator[LinkedArticle]:
     """Linked articles of a MediaWiki XML dump (.xml or .xml.bz2): main namespace, no redirects."""
-    from gensim.corpora.wikicorpus import extract_pages
-
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no MediaWiki dump at {path}")
-    opener = bz2.open if path.suffix == ".bz2" else open
-    try:
-        with opener(path, "rb") as f:
-            for title, wikitext, _page_id in extract_pages(f, filter_namespaces=("0",)):
-                if wikitext.lstrip().lower().startswith("#redirect"):
-                    continue
-                if (article := _article(title, wikitext)) is not None:
-                    yield article
-    except (SyntaxError, OSError, EOFError) as exc:  # XML ParseError: SyntaxError
-        raise ValueError(f"{path} is not a readable MediaWiki dump: {exc}") from None
+    for title, wikitext in corpora.dump_pages(path):
+        if (article := _article(title, wikitext)) is not None:
+            yield article
 
 
 @functools.lru_cache(maxsize=1)

@@ -40,18 +40,18 @@ from minibert.tasks.registry import (
     subset,
 )
 
-__all__ = [
+__all__ = [  # the registry's names (its Loader type alias aside)
     "SHAPES",
     "TASKS",
     "Baseline",
     "Selection",
+    "Shape",
     "Task",
     "check_name",
     "get",
+    "label_scores",
     "of_folder",
     "register",
     "register_shape",
-    "Shape",
-    "label_scores",
     "subset",
 ]
