@@ -1,7 +1,8 @@
 # minibert: set up, open the course, run the tests. Needs Python >= 3.10 and access to PyPI.
 #   make lab     virtual environment + install + assets, then JupyterLab on notebooks/
 #   make test    virtual environment + install (with test tools) + assets, then unit tests + nbval
-#                (make test KERNEL=other: the notebooks as another CPU computes them; CI does)
+#                (make test KERNEL=other: the notebooks as another CPU computes them; run it before
+#                committing outputs; CI does on an AVX-512 machine, see .ci/run)
 #   make student-edition   the notebooks without the exercises' solutions, in student_edition/
 #   make site    the course as a static website in _site/ (works offline; see README)
 #   make sandbox bubblewrap, the assignment grader's sandbox (installed by apt-get as root)
@@ -20,10 +21,10 @@ PY := $(VENV)/bin/python
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 # KERNEL=other runs the notebooks as another CPU computes them (tests/other_cpu.py: ATen's and
-# MKL's AVX2 code on an AVX-512 machine, their scalar/AVX code elsewhere). CI does, so that
-# outputs stored on one CPU are checked as a student's laptop computes them. The unit tests (the
-# student edition's run of every notebook among them) run on the native path: on an AVX2 machine
-# the scalar path made them three times slower and checks nothing stored.
+# MKL's AVX2 code on an AVX-512 machine, their scalar/AVX code elsewhere), so that outputs stored
+# on one CPU are checked as a student's laptop computes them (CI does where that path is
+# vectorised: .ci/run says why). The unit tests run on the native path: on an AVX2 machine the
+# scalar path made them three times slower and checks nothing stored.
 KERNEL ?= native
 RUN_AS := $(if $(filter other,$(KERNEL)),env $$($(PY) tests/other_cpu.py),)
 

@@ -45,6 +45,8 @@ ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {  # the feed-forward nonli
     "relu": F.relu,  # the original Transformer's (and d2l's BERT)
 }
 
+POOLINGS = ("cls", "mean")  # a sentence classifier's input: the pooled [CLS], or the tokens' mean
+
 # minibert field -> Hugging Face config.json key; read both ways by to_hf_config/from_hf_config
 HF_CONFIG_KEYS: dict[str, str] = {
     "vocab_size": "vocab_size",
@@ -92,6 +94,10 @@ class BertConfig:
     initializer_range: float = 0.02
     num_labels: int = 2  # outputs of the classification heads (fine-tuning)
     label_names: tuple[str, ...] | None = None  # index = label id; config.json's id2label
+    # what a sentence classifier reads: "cls", the pooler on [CLS] (BERT's and transformers' head),
+    # or "mean", the mean of the last layer's vectors over the real tokens (how MiniLM's sentence
+    # training pooled). transformers ignores the key: a "mean" folder's logits are minibert's only.
+    classifier_pooling: str = "cls"
 
     def __post_init__(self) -> None:
         for name in (*SIZE_FIELDS, "num_labels"):
@@ -125,6 +131,10 @@ class BertConfig:
                 )
             if len(set(names)) != len(names):
                 raise ValueError(f"label_names must differ from each other, got {names!r}.")
+        if self.classifier_pooling not in POOLINGS:
+            raise ValueError(
+                f"classifier_pooling must be one of {POOLINGS}, got {self.classifier_pooling!r}."
+            )
         if self.activation not in ACTIVATIONS:
             raise ValueError(
                 f"activation must be one of {tuple(ACTIVATIONS)} ('gelu' is BERT's exact GELU), "
@@ -187,6 +197,11 @@ class BertConfig:
             "pad_token_id": 0,
             "position_embedding_type": "absolute",
             "is_decoder": False,
+            **(
+                {}
+                if self.classifier_pooling == "cls"
+                else {"classifier_pooling": self.classifier_pooling}
+            ),
         }
 
     @classmethod
@@ -231,6 +246,8 @@ class BertConfig:
                 ours["label_names"] = names
         elif "num_labels" in d:
             ours["num_labels"] = d["num_labels"]
+        if "classifier_pooling" in d:  # minibert's own key (a mean-pooled sentence classifier)
+            ours["classifier_pooling"] = d["classifier_pooling"]
         return cls(**ours)
 
 

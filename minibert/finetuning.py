@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from minibert.config import IGNORE_INDEX
+from minibert.model import mean_pool
 from minibert.tokenization import build_inputs, pad
 from minibert.wordpiece import BasicTokenizer
 
@@ -348,9 +349,10 @@ def sentence_features(
             truncation=True,
         )
         hidden = encoder(**batch).last_hidden_state  # (batch, seq, hidden)
-        mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # (batch, seq, 1)
         for p in poolings:
-            rows[p].append(hidden[:, 0] if p == "cls" else (hidden * mask).sum(1) / mask.sum(1))
+            rows[p].append(
+                hidden[:, 0] if p == "cls" else mean_pool(hidden, batch["attention_mask"])
+            )
     features = []
     for p in poolings:
         pooled = torch.cat(rows[p])

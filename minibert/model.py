@@ -434,8 +434,17 @@ class BertForMaskedLM(BertPreTrainedModel):
         return TaskOutput(**vars(out), logits=logits, loss=loss)
 
 
+def mean_pool(hidden: Tensor, attention_mask: Tensor | None = None) -> Tensor:
+    """(batch, seq, hidden) -> (batch, hidden): the mean over the real tokens (mask 1)."""
+    if attention_mask is None:
+        return hidden.mean(1)
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (batch, seq, 1)
+    return (hidden * mask).sum(1) / mask.sum(1)
+
+
 class BertForSequenceClassification(BertPreTrainedModel):
-    """Fine-tuning for a label per input (sentiment, entailment): dropout + linear on the pooler."""
+    """Fine-tuning for a label per input (sentiment, entailment): dropout + linear on the pooler
+    (config.classifier_pooling "cls", BERT's head) or on the tokens' mean ("mean")."""
 
     label_losses = {"labels": "loss"}
 
@@ -459,7 +468,11 @@ class BertForSequenceClassification(BertPreTrainedModel):
         out = self.bert(
             input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states
         )
-        logits = self.classifier(self.dropout(out.pooler_output))  # (batch, num_labels)
+        if self.config.classifier_pooling == "mean":
+            pooled = mean_pool(out.last_hidden_state, attention_mask)  # (batch, hidden)
+        else:
+            pooled = out.pooler_output  # tanh(dense(h_[CLS])), (batch, hidden)
+        logits = self.classifier(self.dropout(pooled))  # (batch, num_labels)
         loss = None if labels is None else labelled_loss(logits, labels)
         return TaskOutput(**vars(out), logits=logits, loss=loss)
 

@@ -245,3 +245,30 @@ def test_python_api_edge_cases_are_clear_errors(tok):
         finetuning.sentence_features(None, tok, ["a"], batch_size=0)
     with pytest.raises(ValueError, match="NaN or infinite"):
         finetuning.fit_logistic_regression(torch.tensor([[1.0], [float("nan")]]), [0, 1])
+
+
+def test_a_mean_pooled_classifier_reads_the_real_tokens_mean(tiny_folder, tmp_path):
+    config = make_tiny_config(classifier_pooling="mean", hidden_dropout=0.0, attention_dropout=0.0)
+    torch.manual_seed(0)
+    net = BertForSequenceClassification(config).eval()
+    ids = torch.tensor([[2, 7, 9, 3, 0, 0], [2, 5, 3, 0, 0, 0]])
+    mask = (ids != 0).long()
+    with torch.no_grad():
+        out = net(ids, attention_mask=mask, output_hidden_states=True)
+        h = out.hidden_states[-1]  # (2, 6, 32)
+        means = torch.stack([h[0, :4].mean(0), h[1, :3].mean(0)])
+        torch.testing.assert_close(out.logits, net.classifier(means))
+        short = net(ids[1:, :3], attention_mask=mask[1:, :3]).logits  # no padding at all
+        torch.testing.assert_close(out.logits[1:], short)
+    with pytest.raises(ValueError, match="classifier_pooling must be one of"):
+        make_tiny_config(classifier_pooling="max")
+    # fine-tuned with --pooling mean: saved, read back, and refused for a task of another shape
+    out_dir = tmp_path / "mean"
+    finetune(out_dir, model=tiny_folder, train_examples=32, batch_size=16, steps=2, max_length=32,
+             lr=1e-3, pooling="mean", progress=False)  # fmt: skip
+    assert json.loads((out_dir / "config.json").read_text())["classifier_pooling"] == "mean"
+    again = BertForSequenceClassification.from_pretrained(out_dir)
+    assert again.config.classifier_pooling == "mean"
+    with pytest.raises(ValueError, match="pooling applies to a sentence task"):
+        finetune(tmp_path / "caps", model=tiny_folder, task="capitalisation", train_examples=32,
+                 batch_size=16, steps=2, max_length=32, pooling="mean", progress=False)  # fmt: skip

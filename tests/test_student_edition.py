@@ -227,25 +227,81 @@ def test_no_cell_calls_an_unwritten_function_outside_its_checker():
                 )
 
 
-@pytest.mark.parametrize("name", [p.name for p in course_notebooks()])
-def test_the_student_edition_runs_from_top_to_bottom(edition, name):
-    """Run All, as a student gets the notebook: no error; each checker of a stub says NOT YET."""
+def _names(source: str) -> tuple[set[str], set[str]]:
+    """The names a cell defines (assigned, def, class, import) and those it reads first."""
+    import ast
+
+    code = "\n".join(
+        line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))
+    )
+    tree = ast.parse(code)
+    defined, read = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (defined if isinstance(node.ctx, ast.Store) else read).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.arg):  # a parameter: the function's own, never a cell's
+            defined.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            defined |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return defined, read
+
+
+def cells_the_exercises_need(notebook, exercises: list[int]) -> list[int]:
+    """The code cells the exercises (and the cells after them) read from, transitively, in order."""
+    cells = notebook.cells
+    code = [i for i, c in enumerate(cells) if c.cell_type == "code"]
+    names = {i: _names(cells[i].source) for i in code}
+    wanted = set()
+    for i in exercises:
+        wanted |= {j for j in (i, i + 1) if j in names}
+    todo = sorted(wanted)
+    while todo:
+        i = todo.pop()
+        defined_here, read = names[i]
+        for name in read - defined_here:
+            earlier = [j for j in code if j < i and name in names[j][0]]
+            if earlier and earlier[-1] not in wanted:
+                wanted.add(earlier[-1])
+                todo.append(earlier[-1])
+    return sorted(wanted)
+
+
+def test_the_exercises_need_only_what_they_read():
+    """The pruning below keeps a cell whose name is read and drops one nothing reads."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in (
+        "import torch\nfrom minibert import exercises", "model = train()  # slow",
+        "x = torch.zeros(3)", f"def f(a):\n    {BEGIN}\n    return a\n    {END}\n",
+        "_ = exercises.check_f(f, x)",
+    )]  # fmt: skip
+    assert cells_the_exercises_need(nb, [3]) == [0, 2, 3, 4]
+
+
+@pytest.mark.parametrize("name", [p.name for p in course_notebooks() if student_edition.solution_cells(
+    json.loads(p.read_text(encoding="utf-8")))])  # fmt: skip
+def test_the_student_edition_exercises_run_in_the_students_folder(edition, name):
+    """Each stub raises NotImplementedError or its checker says NOT YET, run from the student's
+    folder. Only the cells the exercises read from run (the course's training cells run once, in
+    nbval); that the cells after a stub never need it is checked above, without running them."""
     from nbclient import NotebookClient
 
+    course = nbformat.read(NOTEBOOKS / name, as_version=4)
     notebook = nbformat.read(edition / name, as_version=4)
+    keep = cells_the_exercises_need(notebook, student_edition.solution_cells(course))
+    run = nbformat.v4.new_notebook(metadata=notebook.metadata)
+    run.cells = [notebook.cells[i] for i in keep]
     # the student's folder, not the checkout: whatever a notebook reads must be found from there
     NotebookClient(
-        notebook,
-        timeout=1800,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(edition)}},
+        run, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(edition)}}
     ).execute()  # raises CellExecutionError on an error outside a raises-exception cell
-    course = json.loads((NOTEBOOKS / name).read_text(encoding="utf-8"))
+    ran = dict(zip(keep, run.cells))
     for i in student_edition.solution_cells(course):
-        cells = notebook.cells[i : i + 2]
-        said = "".join(o.get("text", "") for c in cells if c.cell_type == "code" for o in c.outputs)
-        if "raises-exception" in notebook.cells[i].metadata.get("tags", []):  # a whole-cell stub
-            (error,) = [o for o in notebook.cells[i].outputs if o.output_type == "error"]
+        cells = [ran[j] for j in (i, i + 1) if j in ran]
+        said = "".join(o.get("text", "") for c in cells for o in c.outputs)
+        if "raises-exception" in ran[i].metadata.get("tags", []):  # a whole-cell stub
+            (error,) = [o for o in ran[i].outputs if o.output_type == "error"]
             assert error.ename == "NotImplementedError", f"{name} cell {i}: {error.ename}"
         elif any("exercises.check_" in c.source for c in cells):
             assert "PASS" not in said, f"{name} cell {i}: a stub passed its checker"

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from minibert import distributed, finetuning, tasks
-from minibert.config import BertConfig
+from minibert.config import POOLINGS, BertConfig
 from minibert.options import (
     COUNT,
     FRACTION,
@@ -24,6 +24,7 @@ from minibert.options import (
     check_fields,
     inherit,
     nested,
+    one_of,
     option,
     saved,
 )
@@ -147,6 +148,13 @@ class FinetuneOptions:
         help="train on a random subset of this many examples (default: all)",
         check=POSITIVE_INT,
     )
+    pooling: str = option(
+        "cls",
+        help="what a sentence task's classifier reads: 'cls' (the pooler on [CLS], BERT's head) or "
+        "'mean' (the tokens' mean, as MiniLM's sentence training pooled; transformers cannot load "
+        "that head)",
+        check=one_of(*POOLINGS),
+    )
     freeze_encoder: bool = option(
         False, help="train only the classifier on frozen features (a linear probe)"
     )
@@ -239,8 +247,12 @@ def _finetune(
     started = start(o.train)
     tok = BertTokenizer.from_pretrained(source)
     config = BertConfig.from_hf_config(source).replace(
-        num_labels=len(spec.labels), label_names=spec.labels
+        num_labels=len(spec.labels), label_names=spec.labels, classifier_pooling=o.pooling
     )
+    if o.pooling != "cls" and spec.shape != "text":
+        raise ValueError(
+            f"pooling applies to a sentence task's classifier; {spec.name} labels {spec.shape}"
+        )
     if not o.reinit_layers <= config.num_layers:
         raise ValueError(
             f"reinit_layers must be in [0, {config.num_layers}], got {o.reinit_layers}"
@@ -344,8 +356,9 @@ def _classifier(o: FinetuneOptions, spec: tasks.Task, source: Path, config: Bert
         net = spec.model_class(config.replace(**drop))  # the same size, random weights
     else:  # a new classifier of the task's size, unless the folder holds one already
         net = spec.model_class.from_pretrained(
-            source, num_labels=len(spec.labels), label_names=spec.labels, **drop
-        )
+            source, num_labels=len(spec.labels), label_names=spec.labels,
+            classifier_pooling=o.pooling, **drop,
+        )  # fmt: skip
     if o.reinit_layers:
         parts = [*net.bert.encoder.layers[-o.reinit_layers :]]
         if getattr(net.bert, "pooler", None) is not None:
