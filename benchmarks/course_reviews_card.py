@@ -158,7 +158,7 @@ The course checkpoint (`data/course_checkpoint`: a `tiny` BERT, 2 layers, 128 hi
 {card["parameters"]:,} parameters, pretrained with MLM and NSP on the course's Wikipedia extract)
 continued with masked language modelling on the review text of the Rotten Tomatoes *training*
 movies: task-adaptive pretraining (Gururangan et al., ACL 2020). Same architecture, same
-8,000-piece vocabulary; only the weights moved. Lesson 7 and `minibert finetune --model
+8,000-piece vocabulary; only the weights moved. Lesson 8 and `minibert finetune --model
 course-reviews` use it. transformers {hf["transformers"]} loads it with `BertForPreTraining`
 with {hf["missing_keys"]} missing and {hf["unexpected_keys"]} unexpected keys; its MLM logits
 differ from minibert's by at most {hf["max_abs_diff_mlm_logits"]:.1e} on 16 held-out examples.

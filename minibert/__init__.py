@@ -39,7 +39,9 @@ _EXPORTS: dict[str, str] = {
     # lesson 6: fine-tuning
     "finetune": "recipes",
     "classify": "inference",
+    # lesson 7: tagging, sentence pairs and span question answering
     "tag": "inference",
+    "answer": "inference",
 }
 
 # the BERT library's modules (the teaching kit is one more: minibert.teaching)

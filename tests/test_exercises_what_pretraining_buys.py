@@ -1,4 +1,4 @@
-"""minibert.teaching.exercises.what_pretraining_buys, lesson 7: the opinion-word score.
+"""minibert.teaching.exercises.what_pretraining_buys, lesson 8: the opinion-word score.
 
 Each checker passes a right answer and catches the typical mistakes, naming them in its hint.
 """

@@ -91,11 +91,13 @@ NOT_OUTPUTS = {
     ("05", "52.0%"): "ALBERT's table 5 (NSP-trained model on SOP), quoted from the paper",
     ("06", "0.693"): "log 2",
     ("06", "79.4%"): "Wang & Manning (2012), quoted from the paper",
-    ("06", "83.0%"): "benchmarks/results/finetuning.json, shown in notebook 07",
+    ("06", "83.0%"): "benchmarks/results/finetuning.json, shown in notebook 08",
+    ("06", "70.3%"): "benchmarks/results/finetuning.json (frozen [CLS] features), shown in 08",
+    ("06", "75.2%"): "benchmarks/results/finetuning.json (frozen mean features), shown in 08",
     ("06", "41.9%"): "100% minus the majority's 58.1%, which the cell prints",
-    ("08", "0.15"): "BERT's masking rate",
-    ("08", "0.49"): "read off the figure above it (the colour bar of d2l's last panel)",
-    ("08", "0.41"): "read off the figure above it (head 0's largest weight)",
+    ("09", "0.15"): "BERT's masking rate",
+    ("09", "0.49"): "read off the figure above it (the colour bar of d2l's last panel)",
+    ("09", "0.41"): "read off the figure above it (head 0's largest weight)",
 }
 
 

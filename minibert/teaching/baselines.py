@@ -3,7 +3,7 @@
 - masked language modelling (lesson 4): ``mlm_baselines`` (most frequent token, copy the visible
   token, the ``NgramTable`` of neighbours), scored at the same [MASK] and chosen positions;
 - next sentence prediction (lesson 5): ``TopicBaseline``, the TF-IDF cosine of the two segments;
-- reviews (lesson 7): ``opinion_scores`` and ``strongest_word``, which words decide a snippet.
+- reviews (lesson 8): ``opinion_scores`` and ``strongest_word``, which words decide a snippet.
 
 They exist for the lessons and the benchmarks; the measures they are scored with are the
 library's (``minibert.pretraining.metrics_for``, ``minibert.finetuning.scores``). The baselines of

@@ -3,7 +3,7 @@
 Diagrams: the whole pipeline (lesson 0), BERT's input representation (1), one encoder layer
 beside its pre-LN variant (3), pretraining against fine-tuning (6). Plots: what masking did to
 each token (4), ``minibert.viz.attention_summary`` as one heatmap per measure (3), test accuracy
-against the number of labelled examples (7).
+against the number of labelled examples (8).
 
 Every function returns a matplotlib Figure; matplotlib is imported inside the functions, so
 importing this module stays light. The attention plots a user of BERT calls live in
@@ -76,7 +76,7 @@ def bert_pipeline_diagram() -> Figure:
         (0.02, "MLM head: guess the\nmasked tokens (lesson 4)", pre),
         (0.27, "NSP head on [CLS]: is B\nthe next segment? (lesson 5)", pre),
         (0.56, "classifier on [CLS]:\nfresh or rotten? (lesson 6)", fine),
-        (0.79, "a label per token:\ncapitalised? (lesson 7)", fine),
+        (0.79, "a label per token:\nnames a thing? (lesson 7)", fine),
     )
     for x, text, colour in heads:
         _box(ax, x, 0.76, 0.19, 0.11, text, colour, size=8.5)

@@ -68,13 +68,19 @@ LESSONS: tuple[Lesson, ...] = (
         1.5,
     ),
     Lesson(
-        "07_what_pretraining_buys.ipynb",
+        "07_tagging_pairs_and_spans.ipynb",
+        "Tagging, pairs and spans",
+        "the other three shapes of BERT's Figure 4, on tasks made from the Wikipedia articles: a label per word (`wiki-mentions`: BIO labels on each word's first piece, -100 elsewhere; the token head and its loss by hand; CoNLL span F1 beside an anchor lexicon and capitalised runs), a sentence pair (`wiki-qnli`: [CLS] question [SEP] sentence [SEP] and its segments, beside word overlap) and a span of a paragraph (`wiki-qa`: offsets, windows with a stride, the start/end head, span decoding and SQuAD's exact match and F1 by hand, beside the sliding-window and best-sentence baselines); MiniLM fine-tuned live on each, and its errors",
+        3.0,
+    ),
+    Lesson(
+        "08_what_pretraining_buys.ipynb",
         "What pretraining buys",
         "the course checkpoint against random weights where it was pretrained (restoring capitalisation, live and as a labelled-examples curve; an aside: gradient accumulation that counts every labelled word once) and on reviews, where it buys nothing; why, measured (opinion words rare in its Wikipedia text); continued pretraining on the review text live, fill-mask before and after; the committed table and curves (scratch, course, course-reviews, self-pretrained, MiniLM), each at its learning rate chosen on dev; the explanation tested on test snippets grouped by their decisive word; MiniLM as its model card describes it; a summary of the course",
         2.0,
     ),
     Lesson(
-        "08_d2l_side_by_side.ipynb",
+        "09_d2l_side_by_side.ipynb",
         "Appendix: d2l side by side",
         "the d2l book's BERT chapter, its own code, run beside minibert on our articles: its pairs (NSP labels flipped, negatives from the same article), its masking and padding; its model on MiniLM's weights, equal to minibert once ReLU becomes GELU and the embeddings get their LayerNorm; its MLM loss counting padding (d2l issue 2582), live, and the fix; d2l's show_heatmaps and Animator on minibert",
         0.5,

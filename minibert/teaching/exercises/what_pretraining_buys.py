@@ -1,4 +1,4 @@
-"""Lesson 7, what pretraining buys: the opinion-word score (each word's log-count ratio)."""
+"""Lesson 8, what pretraining buys: the opinion-word score (each word's log-count ratio)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,156 @@
+"""minibert.teaching.exercises.shapes, lesson 7: span decoding and BIO repair.
+
+Each checker passes a right answer and catches the typical mistakes, naming them in its hint; each
+reference agrees with what minibert's decoding and seqeval compute.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from minibert import inference
+from minibert.teaching import exercises
+from minibert.teaching.exercises import shapes
+
+
+def best_span_with(
+    pairs=True, ordered=True, limit=0, inclusive=True, ties="first", last=True, mask=float("-inf")
+):
+    """A span decoder with one deliberate change (or none): the pairs (start, end) as a matrix of
+    start + end scores, invalid pairs masked, the first maximum taken."""
+
+    def fn(start, end, max_answer_tokens):
+        n = len(start) - (0 if last else 1)
+        start, end = start[:n], end[:n]
+        if not pairs:  # each argmax on its own
+            return int(start.argmax()), int(end.argmax()) + (0 if inclusive else 1)
+        scores = start[:, None] + end[None, :]  # (n, n): start s, end e
+        offset = torch.arange(n)[None, :] - torch.arange(n)[:, None]  # e - s
+        allowed = offset < max_answer_tokens + limit
+        if ordered:
+            allowed &= offset >= 0
+        if mask == 0:  # zeroing the invalid pairs, as torch.triu does
+            scores = torch.where(allowed, scores, torch.zeros(()))
+        else:
+            scores = scores.masked_fill(~allowed, mask)
+        flat = scores.flatten()
+        # ties "last": the last of the best, as `>=` while scanning keeps
+        best = len(flat) - 1 - int(flat.flip(0).argmax()) if ties == "last" else int(flat.argmax())
+        s, e = divmod(best, n)
+        return s, e + (0 if inclusive else 1)
+
+    return fn
+
+
+def not_implemented(*args):
+    raise NotImplementedError
+
+
+@pytest.mark.parametrize(
+    "fn, passes, hint",
+    [
+        (best_span_with(), True, "PASS"),
+        (shapes._best_span, True, "PASS"),  # lists or tensors alike
+        (best_span_with(pairs=False), False, "best start and the best end separately"),
+        (best_span_with(ordered=False), False, "comes before the start"),
+        (best_span_with(limit=1), False, "at most max_answer_tokens"),
+        (best_span_with(limit=-1), False, "exactly max_answer_tokens"),
+        (best_span_with(inclusive=False), False, "inclusive"),
+        (best_span_with(ties="last"), False, "earliest start"),
+        (best_span_with(last=False), False, "last piece"),
+        (best_span_with(mask=0), False, "mask with -inf, not 0"),
+        (lambda s, e, m: 3, False, "pair of ints"),
+        (lambda s, e, m: (0, 0, 0), False, "pair (start, end)"),
+        (not_implemented, False, "NotImplementedError"),
+    ],
+)
+def test_check_best_span(fn, passes, hint, capsys):
+    assert exercises.check_best_span(fn).passed is passes
+    assert hint in capsys.readouterr().out
+
+
+def test_the_span_reference_is_minibert_s_decoding():
+    """On random logits without ties, the reference picks the pair inference.best_span picks over
+    the context (the positions that are not -inf)."""
+    g = random.Random(0)
+    for _ in range(200):
+        n = g.randint(2, 40)
+        start, end = [g.gauss(0, 2) for _ in range(n)], [g.gauss(0, 2) for _ in range(n)]
+        question = g.randint(0, n // 2)
+        start[:question] = end[:question] = [float("-inf")] * question
+        longest = g.randint(1, 8)
+        found = inference.best_span(start, end, range(question, n), longest, n_best=n)
+        if found is None:  # no context: nothing to compare
+            continue
+        assert shapes._best_span(start, end, longest) == found[1:]
+
+
+def repair_with(at_start=True, on_type=True, drop=False, every_i=False, keep_type=True):
+    """A BIO repair with one deliberate change (or none)."""
+
+    def fn(tags):
+        out, previous = [], None
+        for tag in tags:
+            starts = previous == "O" or (previous is None and at_start)
+            starts |= on_type and previous not in (None, "O") and previous[2:] != tag[2:]
+            if tag.startswith("I-") and (starts or every_i):
+                tag = "O" if drop else "B-" + (tag[2:] if keep_type else tag)
+            out.append(tag)
+            previous = tag
+        return out
+
+    return fn
+
+
+def repair_and_join(tags):
+    """Right, then a B- right after a span of its type made I- (two spans merged)."""
+    out = shapes._repair_bio(tags)
+    for i in range(1, len(out)):
+        if out[i].startswith("B-") and out[i - 1] != "O" and out[i - 1][2:] == out[i][2:]:
+            out[i] = "I-" + out[i][2:]
+    return out
+
+
+def repair_in_place(tags):
+    for i, tag in enumerate(tags):
+        if tag.startswith("I-") and (i == 0 or tags[i - 1] == "O" or tags[i - 1][2:] != tag[2:]):
+            tags[i] = "B-" + tag[2:]
+    return tags
+
+
+@pytest.mark.parametrize(
+    "fn, passes, hint",
+    [
+        (repair_with(), True, "PASS"),
+        (shapes._repair_bio, True, "PASS"),
+        (repair_with(drop=True), False, "do not turn it into O"),
+        (repair_with(on_type=False), False, "another type starts a new span"),
+        (repair_with(at_start=False), False, "first tag of the sentence"),
+        (repair_with(every_i=True), False, "continues a span of its own type stays I-"),
+        (repair_with(keep_type=False), False, "keep the type"),
+        (repair_and_join, False, "only I- tags change"),
+        (repair_in_place, False, "leave the tags you were given"),
+        (lambda tags: " ".join(tags), False, "one tag per input tag"),
+        (not_implemented, False, "NotImplementedError"),
+    ],
+)
+def test_check_repair_bio(fn, passes, hint, capsys):
+    assert exercises.check_repair_bio(fn).passed is passes
+    assert hint in capsys.readouterr().out
+
+
+def test_the_repaired_tags_are_valid_and_read_as_seqeval_reads_the_original():
+    from seqeval.metrics.sequence_labeling import get_entities  # a dev dependency: CI has it
+
+    g = random.Random(1)
+    tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    for _ in range(500):
+        original = [g.choice(tags) for _ in range(g.randint(0, 15))]
+        repaired = shapes._repair_bio(original)
+        assert get_entities(repaired) == get_entities(original)
+        for before, tag in zip(["O", *repaired], repaired):  # valid: an I- continues its type
+            assert not tag.startswith("I-") or before[2:] == tag[2:]
+        assert shapes._repair_bio(repaired) == repaired  # valid tags stay as they are
