@@ -14,12 +14,15 @@ from __future__ import annotations
 import bz2
 import csv
 import functools
+import hashlib
 import io
 import itertools
+import json
+import os
 import random
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -216,9 +219,49 @@ def heldout_article(title: str) -> bool:
     return zlib.crc32(title.encode("utf-8")) % 10 == 2
 
 
+def parsed_once(
+    dump: Path,
+    kind: str,
+    parse: Callable[[], list],
+    row: Callable,
+    unrow: Callable,
+    code: tuple[str, ...] = (),
+) -> list:
+    """parse() of a dump, kept beside it as JSON (one row(item) per item, read back by unrow) and
+    named by the dump's size and mtime and by the source of this module and the code files given,
+    so that a new dump or a change to the parsing parses again. Parsing the course's dump takes
+    seconds in every process that reads it (gensim's or mwparserfromhell's markup filters)."""
+    sources = b"".join(Path(f).read_bytes() for f in (__file__, *code))
+    stat = dump.stat()
+    key = f"{stat.st_size}-{stat.st_mtime_ns}-{hashlib.sha256(sources).hexdigest()[:12]}"
+    kept = dump.with_name(f".{dump.name}.{kind}.{key}.json")
+    try:
+        return [unrow(r) for r in json.loads(kept.read_text(encoding="utf-8"))]
+    except (OSError, ValueError, TypeError, KeyError, IndexError):
+        pass  # not parsed yet, or unreadable: parse the dump
+    items = parse()
+    try:  # written whole or not at all; where the cache is read-only, each process parses
+        for stale in dump.parent.glob(f".{dump.name}.{kind}.*.json"):
+            stale.unlink(missing_ok=True)
+        partial = kept.with_name(f"{kept.name}.{os.getpid()}.partial")
+        partial.write_text(json.dumps([row(i) for i in items], ensure_ascii=False), "utf-8")
+        os.replace(partial, kept)
+    except OSError:
+        pass
+    return items
+
+
 @functools.lru_cache(maxsize=1)
 def _wikipedia_cached(file: str, mtime_ns: int) -> tuple[Article, ...]:
-    return tuple(read_wikipedia_dump(file))
+    return tuple(
+        parsed_once(
+            Path(file),
+            "articles",
+            lambda: list(read_wikipedia_dump(file)),
+            lambda a: [a.title, a.paragraphs, a.paragraph_sentences],
+            lambda r: Article(r[0], tuple(r[1]), tuple(tuple(s) for s in r[2])),
+        )  # fmt: skip
+    )
 
 
 def wikipedia_articles(split: str = "all") -> list[Article]:

@@ -338,9 +338,33 @@ def read_linked_dump(path: str | Path) -> Iterator[LinkedArticle]:
             yield article
 
 
+def _text_row(t: LinkedText) -> list:
+    return [t.text, [[k.start, k.end, k.target] for k in t.links]]
+
+
+def _text_of(row: list) -> LinkedText:
+    return LinkedText(row[0], tuple(Link(*k) for k in row[1]))
+
+
 @functools.lru_cache(maxsize=1)
 def _linked_cached(file: str, mtime_ns: int) -> tuple[LinkedArticle, ...]:
-    return tuple(read_linked_dump(file))
+    return tuple(
+        corpora.parsed_once(
+            Path(file),
+            "linked",
+            lambda: list(read_linked_dump(file)),
+            lambda a: [
+                a.title,
+                [_text_row(p) for p in a.paragraphs],
+                [_text_row(s) for s in a.sentences],
+                a.crossing,
+            ],
+            lambda r: LinkedArticle(
+                r[0], tuple(map(_text_of, r[1])), tuple(map(_text_of, r[2])), r[3]
+            ),
+            code=(__file__,),
+        )  # fmt: skip
+    )
 
 
 def linked_articles(split: str = "all") -> list[LinkedArticle]:

@@ -195,3 +195,54 @@ def test_corpus_files_that_cannot_be_read_say_which_and_why(tmp_path):
     (folder / "latin1.txt").write_bytes("caf\xe9 au lait\n".encode("latin-1"))
     with pytest.raises(ValueError, match="latin1.txt is not UTF-8 text"):
         corpora.read_text_files(folder)
+
+
+def test_the_parsed_dump_is_kept_and_read_back_the_same(tmp_path, monkeypatch):
+    xml = """<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/">
+  <page><title>Tiny</title><ns>0</ns><id>1</id><revision><text>'''Tiny''' is a page. It has
+two sentences.
+
+A second paragraph, with its own words.</text></revision></page>
+</mediawiki>"""
+    dump = tmp_path / "dump.xml.bz2"
+    dump.write_bytes(bz2.compress(xml.encode("utf-8")))
+    mtime = dump.stat().st_mtime_ns
+    corpora._wikipedia_cached.cache_clear()
+    parsed = corpora._wikipedia_cached(str(dump), mtime)
+    assert len(list(tmp_path.glob(".dump.xml.bz2.articles.*.json"))) == 1
+    corpora._wikipedia_cached.cache_clear()
+    monkeypatch.setattr(corpora, "read_wikipedia_dump", lambda _: pytest.fail("parsed again"))
+    again = corpora._wikipedia_cached(str(dump), mtime)
+    assert again == parsed and [a.paragraph_sentences for a in again] == [
+        a.paragraph_sentences for a in parsed
+    ]
+    assert again[0].sentences == ["Tiny is a page.", "It has two sentences.",
+                                  "A second paragraph, with its own words."]  # fmt: skip
+    corpora._wikipedia_cached.cache_clear()
+    dump.write_bytes(dump.read_bytes() + b"\n")  # another dump: parsed anew, the old file gone
+    monkeypatch.undo()
+    assert corpora._wikipedia_cached(str(dump), dump.stat().st_mtime_ns) == parsed
+    assert len(list(tmp_path.glob(".dump.xml.bz2.articles.*.json"))) == 1
+    corpora._wikipedia_cached.cache_clear()
+
+
+def test_the_linked_dump_is_kept_and_read_back_the_same(tmp_path, monkeypatch):
+    from minibert import wikilinks
+
+    xml = """<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/">
+  <page><title>Tiny</title><ns>0</ns><id>1</id><revision><text>Tiny is a [[Page (x)|page]]
+about [[Small things]]. It has two sentences and a [[link]].</text></revision></page>
+</mediawiki>"""
+    dump = tmp_path / "dump.xml"
+    dump.write_text(xml, encoding="utf-8")
+    wikilinks._linked_cached.cache_clear()
+    parsed = wikilinks._linked_cached(str(dump), dump.stat().st_mtime_ns)
+    assert [k.target for s in parsed[0].sentences for k in s.links][:2] == [
+        "Page (x)",
+        "Small things",
+    ]
+    wikilinks._linked_cached.cache_clear()
+    monkeypatch.setattr(wikilinks, "read_linked_dump", lambda _: pytest.fail("parsed again"))
+    assert wikilinks._linked_cached(str(dump), dump.stat().st_mtime_ns) == parsed
+    assert len(list(tmp_path.glob(".dump.xml.linked.*.json"))) == 1
+    wikilinks._linked_cached.cache_clear()
