@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import cli as in_process
 
 from minibert import cli
 
@@ -90,28 +91,28 @@ def test_stop_after_pauses_and_resume_finishes(pretrained, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     history = json.loads((tmp_path / "run" / "history.json").read_text())
     assert [h["step"] for h in history] == [1, 2, 3, 4, 5, 6]
-    bad = minibert(*args, "--stop-after", "7", "--overwrite")
+    bad = in_process(*args, "--stop-after", "7", "--overwrite")
     assert bad.returncode == 2 and "stop_after" in bad.stderr
 
 
 def test_a_finished_run_is_neither_resumed_nor_overwritten(pretrained):
     out, args, _ = pretrained
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    done = minibert(*args, "--resume")  # finished: nothing to resume
+    done = in_process(*args, "--resume")  # finished: nothing to resume
     assert done.returncode == 2 and "no interrupted run" in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
-    done = minibert(*args)  # a second run into the same folder
+    done = in_process(*args)  # a second run into the same folder
     assert done.returncode == 2 and "--overwrite" in done.stderr
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
 def test_fill_mask_prints_top_k(pretrained):
     out, _, _ = pretrained
-    done = minibert("fill-mask", str(out), "the [MASK] of france is paris .", "--top-k", "3")
+    done = in_process("fill-mask", str(out), "the [MASK] of france is paris .", "--top-k", "3")
     assert done.returncode == 0, done.stderr
     line = done.stdout.strip().splitlines()[0]
     assert line.startswith("[MASK] 1:") and len(line.split("  ")) == 3
-    done = minibert("fill-mask", str(out), "no mask here")
+    done = in_process("fill-mask", str(out), "no mask here")
     assert done.returncode == 1 and "no [MASK]" in done.stderr
 
 
@@ -154,14 +155,14 @@ def test_c1_truncated_training_state_is_one_line(pretrained, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     (state,) = out.rglob("training_state.pt")
     state.write_bytes(state.read_bytes()[:1000])  # a disk that filled up, a copy cut short
-    done = minibert(*args, "--resume")
+    done = in_process(*args, "--resume")
     assert done.returncode == 2, done.stderr[-2000:]
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert f"{state} is damaged" in done.stderr and "--overwrite" in done.stderr
 
 
 def test_u3_seed_beyond_the_generators_is_one_line(tmp_path):
-    done = minibert("pretrain", "--steps", "2", "--out", str(tmp_path / "x"), "--seed", str(10**20))
+    done = in_process("pretrain", "--steps", "2", "--out", str(tmp_path / "x"), "--seed", str(10**20))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "--seed: must be an int in [0, 2**32 - 1], got 100000000000000000000" in done.stderr
     assert not (tmp_path / "x").exists()
@@ -184,6 +185,6 @@ def test_c2_damaged_model_folders_are_one_line(tmp_path):
     (huge / "config.json").write_text(json.dumps(config | {"intermediate_size": 10**9}))
     cases = {looping: "modules.json", index: "model.safetensors.index.json", huge: "config.json"}
     for folder, file in cases.items():
-        done = minibert("fill-mask", str(folder), "the [MASK] of france is paris .")
+        done = in_process("fill-mask", str(folder), "the [MASK] of france is paris .")
         assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
         assert len(done.stderr.strip().splitlines()) == 1 and str(folder / file) in done.stderr

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import cli as in_process
 from conftest import make_tiny_config
 
 from minibert import pretraining as P
@@ -253,7 +254,7 @@ def test_pretrain_arguments_are_checked_first_in_one_line(tmp_path, args, messag
     # defect 7: bad arguments failed after ~15 s of corpus loading, with a traceback
     base = {"--steps": "5", "--out": str(tmp_path / "m")}
     base.update(dict(zip(args[::2], args[1::2])))
-    done = minibert("pretrain", *[x for kv in base.items() for x in kv])
+    done = in_process("pretrain", *[x for kv in base.items() for x in kv])
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "m").exists()
@@ -262,7 +263,7 @@ def test_pretrain_arguments_are_checked_first_in_one_line(tmp_path, args, messag
 def test_cuda_on_a_machine_without_one_is_one_line(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("this machine has a CUDA GPU: --device cuda is valid here")
-    done = minibert("pretrain", "--steps", "5", "--out", str(tmp_path / "m"), "--device", "cuda")
+    done = in_process("pretrain", "--steps", "5", "--out", str(tmp_path / "m"), "--device", "cuda")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert (
         "argument --device: must be a device this machine has (it has no CUDA GPU)" in done.stderr
@@ -270,7 +271,7 @@ def test_cuda_on_a_machine_without_one_is_one_line(tmp_path):
 
 
 def test_fill_mask_on_a_folder_that_is_not_a_model_is_one_line(tmp_path):
-    done = minibert("fill-mask", str(tmp_path), "the [MASK] .")
+    done = in_process("fill-mask", str(tmp_path), "the [MASK] .")
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert str(tmp_path) in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
@@ -280,7 +281,7 @@ def test_fill_mask_takes_a_masked_lm_folder(tmp_path):
     tok = BertTokenizer.from_pretrained(asset_path("minilm"))
     BertForMaskedLM(make_tiny_config(vocab_size=len(tok))).save_pretrained(tmp_path)
     tok.save_pretrained(tmp_path)
-    done = minibert("fill-mask", str(tmp_path), "the [MASK] of france is paris .", "--top-k", "2")
+    done = in_process("fill-mask", str(tmp_path), "the [MASK] of france is paris .", "--top-k", "2")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("[MASK] 1:")
 

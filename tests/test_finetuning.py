@@ -1,13 +1,12 @@
 """minibert.finetuning and the finetune recipe: datasets, measures, a tiny end-to-end fine-tune."""
 
 import json
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import pytest
 import torch
 import transformers
+from conftest import cli as in_process
 from conftest import make_tiny_config
 
 from minibert import assets, finetuning
@@ -173,10 +172,7 @@ def test_token_task_end_to_end(tiny_folder, tmp_path):
 
 
 def test_bad_arguments_are_one_line_errors(tiny_folder, tmp_path):
-    def run(*args):
-        return subprocess.run(
-            [sys.executable, "-m", "minibert.cli", *args], capture_output=True, text=True
-        )
+    run = in_process  # each stops at its arguments: no interpreter to start
 
     for args, message in (
         (
