@@ -56,7 +56,11 @@ def is_whitespace(char: str) -> bool:
 
 
 def is_control(char: str) -> bool:
-    """A Unicode 'other' character (Cc, Cf, Cn, Co, Cs) other than tab, newline, carriage return."""
+    """A Unicode 'other' character (Cc, Cf, Cn, Co, Cs) other than tab, newline, carriage return.
+
+    The categories are this Python's (``unicodedata.unidata_version``: Unicode 13.0 on Python
+    3.10, 14.0 on 3.11, 15.0 on 3.12 and 3.13), as in BERT's own tokenizer: a character newer
+    than the tables (U+1FAE0, an emoji of Unicode 14, on 3.10) is unassigned (Cn) and dropped."""
     return char not in "\t\n\r" and unicodedata.category(char).startswith("C")
 
 

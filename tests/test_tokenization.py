@@ -147,12 +147,23 @@ def special_token_after_cleaning(text: str) -> bool:
     return any(t in cleaned and t not in text for t in SPECIAL_TOKENS)
 
 
+def unassigned_here(text: str) -> bool:
+    """A character this Python's Unicode tables do not know (Cn: U+1FAE0, an emoji of Unicode 14,
+    on Python 3.10's Unicode 13), which BERT's rule drops as a control character and the Rust
+    tokenizer's own, newer tables keep."""
+    return any(unicodedata.category(c) == "Cn" for c in text)
+
+
 def test_rust_tokenizer_differs_only_where_explained(tok, ref_rust, capsys):
-    """The Rust tokenizer lowers character by character and matches special tokens before cleaning."""
+    """The Rust tokenizer lowers character by character and matches special tokens before cleaning;
+    on Python 3.10 it also knows characters newer than Python's Unicode tables."""
     diffs = [text for _, text in EDGE_CASES if ours(tok(text)) != theirs(ref_rust, text)]
     report(capsys, "edge cases against the Rust tokenizer", len(EDGE_CASES), diffs)
-    unexplained = [t for t in diffs if not (final_sigma(t) or special_token_after_cleaning(t))]
+    explained = (final_sigma, special_token_after_cleaning, unassigned_here)
+    unexplained = [t for t in diffs if not any(why(t) for why in explained)]
     assert not unexplained, first_differences(unexplained)
+    if unicodedata.unidata_version >= "14":  # Python 3.11 on: the edge cases hold no such text
+        assert not any(unassigned_here(t) for _, t in EDGE_CASES)
     assert any(final_sigma(t) for t in diffs)  # the known difference is real, not a vacuous pass
 
 

@@ -29,3 +29,14 @@ def test_wordpiece_greedy_longest_match_first():
     assert wordpiece_tokenize("", vocab) == []
     assert wordpiece_tokenize("a" * 100, vocab) == ["a"] + ["##a"] * 99
     assert wordpiece_tokenize("a" * 101, vocab) == ["[UNK]"]  # over 100 characters
+
+
+def test_unicode_categories_are_this_pythons():
+    import unicodedata
+
+    from minibert.wordpiece import is_control
+
+    melting_face = "\U0001fae0"  # Unicode 14 (Python 3.11's tables); unknown to Python 3.10's
+    newer = unicodedata.unidata_version < "14"
+    assert is_control(melting_face) == newer
+    assert BasicTokenizer().tokenize(f"a {melting_face} b") == (["a", "b"] if newer else ["a", melting_face, "b"])  # fmt: skip
