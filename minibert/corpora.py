@@ -21,6 +21,7 @@ import json
 import os
 import random
 import re
+import unicodedata
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -226,12 +227,17 @@ def parsed_once(
     row: Callable,
     unrow: Callable,
     code: tuple[str, ...] = (),
+    libraries: tuple[str, ...] = (),
 ) -> list:
     """parse() of a dump, kept beside it as JSON (one row(item) per item, read back by unrow) and
-    named by the dump's size and mtime and by the source of this module and the code files given,
-    so that a new dump or a change to the parsing parses again. Parsing the course's dump takes
-    seconds in every process that reads it (gensim's or mwparserfromhell's markup filters)."""
+    named by the dump's size and mtime, the source of this module and the code files given, the
+    versions of the libraries given and this Python's Unicode tables, so that a new dump, a change
+    to the parsing or another environment parses again. Parsing the course's dump takes seconds
+    in every process that reads it (gensim's or mwparserfromhell's markup filters)."""
+    from importlib import metadata
+
     sources = b"".join(Path(f).read_bytes() for f in (__file__, *code))
+    sources += repr([unicodedata.unidata_version, *map(metadata.version, libraries)]).encode()
     stat = dump.stat()
     key = f"{stat.st_size}-{stat.st_mtime_ns}-{hashlib.sha256(sources).hexdigest()[:12]}"
     kept = dump.with_name(f".{dump.name}.{kind}.{key}.json")
@@ -260,6 +266,7 @@ def _wikipedia_cached(file: str, mtime_ns: int) -> tuple[Article, ...]:
             lambda: list(read_wikipedia_dump(file)),
             lambda a: [a.title, a.paragraphs, a.paragraph_sentences],
             lambda r: Article(r[0], tuple(r[1]), tuple(tuple(s) for s in r[2])),
+            libraries=("gensim",),
         )  # fmt: skip
     )
 

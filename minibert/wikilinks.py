@@ -363,6 +363,7 @@ def _linked_cached(file: str, mtime_ns: int) -> tuple[LinkedArticle, ...]:
                 r[0], tuple(map(_text_of, r[1])), tuple(map(_text_of, r[2])), r[3]
             ),
             code=(__file__,),
+            libraries=("gensim", "mwparserfromhell"),
         )  # fmt: skip
     )
 
