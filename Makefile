@@ -6,6 +6,7 @@
 #   make student-edition   the notebooks without the exercises' solutions, in student_edition/
 #   make site    the course as a static website in _site/ (works offline; see README)
 #   make sandbox bubblewrap, the assignment grader's sandbox (installed by apt-get as root)
+#   make compat  the set-up and the tests on every Python 3.10-3.13 found (benchmarks/compat.py)
 # Override on the command line, e.g. `make test PYTHON=python3.12` or `make lab TORCH=torch`.
 
 PYTHON ?= python3
@@ -28,7 +29,7 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.
 KERNEL ?= native
 RUN_AS := $(if $(filter other,$(KERNEL)),env $$($(PY) tests/other_cpu.py),)
 
-.PHONY: lab test unit nbval notebooks assets lint format clean student-edition site sandbox
+.PHONY: lab test unit nbval notebooks assets lint format clean student-edition site sandbox compat
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +64,11 @@ sandbox:
 	    echo "note: bwrap not found: the assignment grader runs submissions without a sandbox and" \
 	      "its sandbox tests are skipped; install bubblewrap (sudo apt-get install bubblewrap)"; \
 	  fi; }
+
+# every Python 3.10-3.13 found here, each in its own environment under build/compat/: the set-up
+# and `make test` as a student runs them; writes benchmarks/results/compat.json (hours)
+compat:
+	$(PYTHON) benchmarks/compat.py
 
 lab: assets
 	$(PY) -m jupyter lab --notebook-dir=notebooks $(LAB_ARGS)

@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     check.add_argument(
         "--memory-mb", type=int, default=MEMORY_MB,
-        help=f"memory a submission may use beyond Python and torch, POSIX (default {MEMORY_MB}, "
+        help=f"resident memory a run may hold beyond Python and torch, Linux (default {MEMORY_MB}, "
         f"at least {MIN_MEMORY_MB})",
     )  # fmt: skip
     check.add_argument(

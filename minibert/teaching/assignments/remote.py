@@ -332,8 +332,14 @@ class ProcessTransport:
     failed); kill(group) ends the child and everything it started.
     """
 
-    def __init__(self, child: subprocess.Popen, kill: Callable[[], None]):
+    def __init__(
+        self,
+        child: subprocess.Popen,
+        kill: Callable[[], None],
+        verdict: Callable[[], str | None] = lambda: None,
+    ):
         self.child, self.kill = child, kill
+        self.verdict = verdict  # why the grader itself ended the run (its memory), if it did
         self.frames: queue.Queue = queue.Queue()
         self.errors: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -405,6 +411,8 @@ class ProcessTransport:
 
     def why_ended(self) -> str:
         """How the child ended, in words (waiting a little for its exit status)."""
+        if said := self.verdict():
+            return said
         try:
             code = self.child.wait(timeout=5)
         except subprocess.TimeoutExpired:

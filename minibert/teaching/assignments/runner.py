@@ -41,7 +41,8 @@ from minibert.teaching.assignments.remote import (
 from minibert.teaching.assignments.worker import FORBIDDEN
 
 PART_SECONDS = 300  # a part that runs longer (an endless loop) scores 0
-MEMORY_MB = 4096  # the memory a submission may use beyond Python and torch (POSIX)
+MEMORY_MB = 4096  # the resident memory a run may hold beyond Python and torch (Linux)
+MEMORY_POLL = 0.05  # seconds between two looks at a run's resident memory
 MIN_MEMORY_MB = 512  # the encoder's reference needs about 384 (MiniLM's weights arrive as 90 MB)
 STARTUP_SECONDS = 120  # the worker's own start (Python, torch), before the student's file
 KEPT_OUTPUT = 10_000  # characters of a submission's printing kept by grade() (the rest dropped)
@@ -140,6 +141,7 @@ def _open(start: Callable[[], Session], assignment: Assignment, seconds: float) 
         session.start()
     except Stopped as exc:  # before the student's file ran: the grader's machine is at fault
         return session, f"the grader could not start a run for {file} ({exc})"
+    getattr(session.transport, "arm", lambda: None)()  # the memory limit, from here on
     try:
         session.begin(seconds)
         session.module = session.load(session.file, session.module_name)
@@ -380,6 +382,51 @@ def _kill_all(child: subprocess.Popen, token: str) -> None:
             return
 
 
+def resident_bytes(root: int) -> int:
+    """Resident memory of process root and every process it started, in bytes (Linux's /proc;
+    0 elsewhere). Pages that processes share are counted in each: never less than the truth."""
+    children: dict[int, list[int]] = {}
+    with contextlib.suppress(OSError):
+        for name in filter(str.isdigit, os.listdir("/proc")):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = Path(f"/proc/{name}/stat").read_bytes()  # pid (comm) state ppid ...
+                children.setdefault(int(stat[stat.rindex(b")") + 2 :].split()[1]), []).append(int(name))  # fmt: skip
+    page, total, todo = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096, 0, [root]
+    while todo:
+        pid = todo.pop()
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page
+        todo += children.get(pid, [])
+    return total
+
+
+class _MemoryWatch:
+    """Ends a run whose processes hold more than megabytes of resident memory beyond what the
+    worker held once Python and torch had started: what the run uses, not the address space it
+    reserves (a CUDA build of torch reserves gigabytes it never touches)."""
+
+    def __init__(self, child: subprocess.Popen, kill: Callable[[], None], megabytes: int):
+        self.child, self.kill, self.megabytes = child, kill, megabytes
+        self.said: str | None = None
+        self.done = threading.Event()
+
+    def arm(self) -> None:
+        """Start watching, from what the run holds now (the worker started, the file not run)."""
+        limit = resident_bytes(self.child.pid) + self.megabytes * 2**20
+        threading.Thread(target=self._watch, args=(limit,), daemon=True).start()
+
+    def _watch(self, limit: int) -> None:
+        while not self.done.wait(MEMORY_POLL) and self.child.poll() is None:
+            if resident_bytes(self.child.pid) > limit:
+                self.said = (f"it used more than the {self.megabytes:,} MB of memory a run may "
+                             "use beyond Python and torch (the grader's --memory-mb)")  # fmt: skip
+                self.kill()
+                return
+
+    def stop(self) -> None:
+        self.done.set()
+
+
 def _start_process(copy: Path, assignment: Assignment, memory_mb: int, sandboxed: bool) -> Session:
     token = uuid.uuid4().hex
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
@@ -388,7 +435,15 @@ def _start_process(copy: Path, assignment: Assignment, memory_mb: int, sandboxed
         _command(copy, memory_mb, token, sandboxed), cwd=copy, env=env, stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
-    session = Session(ProcessTransport(child, lambda: _kill_all(child, token)))
+    watch = _MemoryWatch(child, lambda: _kill_all(child, token), memory_mb)
+
+    def kill() -> None:
+        watch.stop()
+        _kill_all(child, token)
+
+    transport = ProcessTransport(child, kill, verdict=lambda: watch.said)
+    transport.arm = watch.arm  # _open arms it once the worker has started
+    session = Session(transport)
     session.module_name, session.file = Path(assignment.file).stem, assignment.file
     return session
 
@@ -402,7 +457,8 @@ def grade_isolated(
     """Grade a submission in a run of its own: sandboxed by bubblewrap where it works.
 
     The worker runs on a private copy of the folder, with a time limit on its start, on importing
-    the file and on each part, and memory_mb of address space beyond Python and torch. Nothing it
+    the file and on each part, and memory_mb of resident memory beyond Python and torch (on Linux;
+    looked at every MEMORY_POLL s, the run's processes together). Nothing it
     does reaches the grader, another submission or the next part's run; a run that stops (an
     exit, a crash, a hang, a malformed frame) scores its part 0 and the next part starts afresh.
     The Grade's sandbox says "bubblewrap", or "not sandboxed: ..." with how to get one.

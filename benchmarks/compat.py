@@ -1,0 +1,103 @@
+"""Every Python a student may have: the README's set-up and test command, one environment each.
+
+    python benchmarks/compat.py                      # every python3.10 .. python3.13 found
+    python benchmarks/compat.py --pythons python3.12 # one
+    make compat                                      # the same as the first
+    nohup python benchmarks/compat.py > compat.log & # hours: about 30 minutes a Python on 2 cores
+
+For each Python, in build/compat/pyX.Y (ignored by git; kept, so a second run reuses it), this
+runs what the README tells a student to run, `make test PYTHON=... VENV=...`: a virtual
+environment, torch as `make` installs it (the CPU build where a wheel for this Python is on the
+machine, else what pip takes from PyPI: for Linux, the CUDA build), the project with its extras,
+the assets, the unit tests and nbval over every notebook (natively). Each Python's row is written
+to benchmarks/results/compat.json as soon as it ends: the Python, torch and numpy versions, the
+unit tests' and the notebooks' counts, the set-up's and the tests' wall times and the
+environment's size. A Python already in the file is not run again unless --again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "benchmarks" / "results" / "compat.json"
+PYTHONS = ("python3.10", "python3.11", "python3.12", "python3.13")
+SUMMARY = re.compile(r"^=+ (.*) in ([\d.]+)s")
+
+
+def find(python: str) -> str | None:
+    """The interpreter named python: on PATH, else pyenv's newest of that version."""
+    if found := shutil.which(python):
+        return found
+    version = python.removeprefix("python")
+    pyenv = sorted(Path.home().glob(f".pyenv/versions/{version}.*/bin/{python}"))
+    return str(pyenv[-1]) if pyenv else None
+
+
+def counts(summary: str) -> dict[str, int]:
+    """pytest's last line, '3 failed, 900 passed, 2 skipped', as {'failed': 3, 'passed': 900, ...}."""
+    return {word: int(n) for n, word in re.findall(r"(\d+) (\w+)", summary)}
+
+
+def size(folder: Path) -> int:
+    """Bytes under folder (files only, links not followed)."""
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def one(python: str, interpreter: str) -> dict:
+    """Set up and test one Python as the README says; its row."""
+    venv = ROOT / "build" / "compat" / python.removeprefix("python").replace(".", "")
+    make = ["make", f"PYTHON={interpreter}", f"VENV={venv}"]
+    started = time.monotonic()
+    setup = subprocess.run([*make, f"{venv}/.dev", "assets"], cwd=ROOT, capture_output=True, text=True)  # fmt: skip
+    setup_seconds = time.monotonic() - started
+    row: dict = {"interpreter": interpreter, "setup_seconds": round(setup_seconds)}
+    if setup.returncode != 0:
+        return row | {"setup": "failed", "error": setup.stderr.strip().splitlines()[-5:]}
+    probe = "import platform, numpy, torch; print(platform.python_version(), torch.__version__, numpy.__version__)"  # fmt: skip
+    said = subprocess.run([f"{venv}/bin/python", "-c", probe], capture_output=True, text=True)
+    row["python"], row["torch"], row["numpy"] = said.stdout.split()
+    started = time.monotonic()
+    test = subprocess.run([*make, "test"], cwd=ROOT, capture_output=True, text=True)
+    row["test_seconds"] = round(time.monotonic() - started)
+    summaries = [m for line in test.stdout.splitlines() if (m := SUMMARY.match(line))]
+    if len(summaries) == 2:  # `make test`: the unit tests, then nbval
+        row["unit"], row["notebooks"] = (counts(m.group(1)) for m in summaries)
+    failed = re.findall(r"^FAILED (\S+)", test.stdout, flags=re.MULTILINE)
+    row |= {"failures": failed[:20], "passed": test.returncode == 0 and len(summaries) == 2}
+    row["environment_bytes"] = size(venv)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pythons", nargs="+", default=list(PYTHONS), metavar="PYTHON")
+    parser.add_argument("--again", action="store_true", help="run the Pythons already recorded")
+    args = parser.parse_args()
+    done = json.loads(OUT.read_text()) if OUT.exists() else {"runs": {}}
+    done["machine"] = f"{platform.machine()}, {platform.processor() or 'cpu'}, {sys.platform}"
+    for python in args.pythons:
+        interpreter = find(python)
+        if interpreter is None:
+            print(f"{python}: not found on this machine", flush=True)
+            continue
+        if python in done["runs"] and not args.again:
+            print(f"{python}: recorded already (--again runs it again)", flush=True)
+            continue
+        print(f"{python}: {interpreter} ...", flush=True)
+        done["runs"][python] = one(python, interpreter)
+        OUT.write_text(json.dumps(done, indent=1) + "\n")
+        row = done["runs"][python]
+        print(f"{python}: {'passed' if row.get('passed') else 'FAILED'} {row}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
