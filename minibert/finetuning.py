@@ -32,6 +32,8 @@ __all__ = [
     "confusion_matrix",
     "f1_score",
     "fit_logistic_regression",
+    "paired_bootstrap",
+    "paired_sign_flip_test",
     "predict",
     "scores",
     "sentence_features",
@@ -179,6 +181,46 @@ def balanced_accuracy(record: dict[str, float]) -> float:
     if not recalls:
         raise ValueError("the evaluation has no eval_recall_K measures (classification_metrics)")
     return sum(recalls) / len(recalls)
+
+
+def _paired(a: Sequence, b: Sequence) -> torch.Tensor:
+    """b - a as a (seeds, items) float64 tensor; a and b are (items,) or (seeds, items) each."""
+    a, b = torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)
+    if a.shape != b.shape or a.dim() not in (1, 2) or a.shape[-1] < 2:
+        raise ValueError(f"a and b must be (items,) or (seeds, items) alike with 2+ items, got {tuple(a.shape)} and {tuple(b.shape)}")  # fmt: skip
+    return (b - a).reshape(-1, a.shape[-1])
+
+
+def paired_bootstrap(
+    a: Sequence, b: Sequence, resamples: int = 2000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float, float]:
+    """mean(b) - mean(a) and its percentile bootstrap interval, the test items resampled with both
+    models scored on each resample. a, b: (items,) per-item scores (1/0 right, or a per-item F1),
+    or (seeds, items): the seeds averaged within each resample (the interval then holds the
+    items' variation, and the seeds' mean). Returns (difference, low, high)."""
+    if resamples < 100 or not 0 < level < 1:
+        raise ValueError(f"resamples must be >= 100 and level in (0, 1), got {resamples} and {level}")  # fmt: skip
+    gaps = _paired(a, b)
+    n = gaps.shape[-1]
+    g = torch.Generator().manual_seed(seed)
+    picks = torch.randint(n, (resamples, n), generator=g)  # (resamples, items)
+    means = gaps[:, picks].mean(dim=(0, 2))  # (resamples,): over seeds and resampled items
+    tail = (1 - level) / 2
+    low, high = torch.quantile(means, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    return float(gaps.mean()), low, high
+
+
+def paired_sign_flip_test(a: Sequence, b: Sequence, resamples: int = 10000, seed: int = 0) -> float:
+    """Two-sided p-value for "a and b score the same" (per-item scores, paired as in
+    paired_bootstrap): each item's difference (averaged over seeds) has its sign flipped at random;
+    the share of flips whose mean is at least as far from 0 as the observed one (counting the
+    observed one, so never 0)."""
+    gaps = _paired(a, b).mean(0)  # (items,)
+    g = torch.Generator().manual_seed(seed)
+    signs = torch.randint(2, (resamples, gaps.numel()), generator=g, dtype=torch.float64) * 2 - 1
+    observed = abs(float(gaps.mean()))
+    extreme = int(((signs * gaps).mean(1).abs() >= observed - 1e-12).sum())
+    return (extreme + 1) / (resamples + 1)
 
 
 def positive_f1(record: dict[str, float]) -> float:

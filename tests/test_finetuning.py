@@ -268,3 +268,25 @@ def test_a_mean_pooled_classifier_reads_the_real_tokens_mean(tiny_folder, tmp_pa
     with pytest.raises(ValueError, match="pooling applies to a sentence task"):
         finetune(tmp_path / "caps", model=tiny_folder, task="capitalisation", train_examples=32,
                  batch_size=16, steps=2, max_length=32, pooling="mean", progress=False)  # fmt: skip
+
+
+def test_the_paired_bootstrap_on_known_cases():
+    right_a = [1, 0] * 500  # 1,000 items
+    assert finetuning.paired_bootstrap(right_a, right_a) == (0.0, 0.0, 0.0)  # the same model
+    plus = [1] * 1000  # b right everywhere a is and on its 500 misses: +0.5, spread by resampling
+    diff, low, high = finetuning.paired_bootstrap(right_a, plus)
+    assert diff == 0.5 and 0.45 < low < 0.5 < high < 0.55  # the misses resampled: binomial spread
+    # b differs from a on 100 items, 60 for b and 40 for a: +2 points, sd of the mean difference
+    # sqrt(0.1 - 0.02**2) / sqrt(1000) = 0.0100, so the 95% interval is about +-1.96 points
+    a = [1] * 900 + [1] * 40 + [0] * 60
+    b = [1] * 900 + [0] * 40 + [1] * 60
+    diff, low, high = finetuning.paired_bootstrap(a, b, resamples=4000)
+    assert diff == pytest.approx(0.02) and (high - low) / 2 == pytest.approx(0.0196, abs=0.002)
+    p = finetuning.paired_sign_flip_test(a, b)
+    assert 0.03 < p < 0.07  # 60 against 40 among 100 discordant items: two-sided p = 0.057
+    assert finetuning.paired_sign_flip_test(right_a, plus) < 0.001
+    # seeds: (seeds, items); the same three runs as a and as b differ by nothing
+    runs = [[1, 0, 1, 1], [0, 0, 1, 1], [1, 1, 1, 0]]
+    assert finetuning.paired_bootstrap(runs, runs, resamples=200)[1:] == (0.0, 0.0)
+    with pytest.raises(ValueError, match="alike"):
+        finetuning.paired_bootstrap([1, 0, 1], [1, 0])
