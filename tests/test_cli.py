@@ -162,7 +162,9 @@ def test_c1_truncated_training_state_is_one_line(pretrained, tmp_path):
 
 
 def test_u3_seed_beyond_the_generators_is_one_line(tmp_path):
-    done = in_process("pretrain", "--steps", "2", "--out", str(tmp_path / "x"), "--seed", str(10**20))
+    done = in_process(
+        "pretrain", "--steps", "2", "--out", str(tmp_path / "x"), "--seed", str(10**20)
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "--seed: must be an int in [0, 2**32 - 1], got 100000000000000000000" in done.stderr
     assert not (tmp_path / "x").exists()
