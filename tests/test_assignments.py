@@ -720,9 +720,9 @@ def test_resident_memory_counts_the_processes_a_run_started():
     child = subprocess.Popen([sys.executable, "-c", grow], start_new_session=True)
     try:
         deadline = time.monotonic() + 20
-        while runner.resident_bytes(child.pid) < 300 * 2**20 and time.monotonic() < deadline:
+        while runner._resident_bytes(child.pid) < 300 * 2**20 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert runner.resident_bytes(child.pid) >= 300 * 2**20  # the forked child's 300 MB
+        assert runner._resident_bytes(child.pid) >= 300 * 2**20  # the forked child's 300 MB
     finally:
         os.killpg(child.pid, 9)  # both processes
         child.wait()

@@ -382,7 +382,7 @@ def _kill_all(child: subprocess.Popen, token: str) -> None:
             return
 
 
-def resident_bytes(root: int) -> int:
+def _resident_bytes(root: int) -> int:
     """Resident memory of process root and every process it started, in bytes (Linux's /proc;
     0 elsewhere). Pages that processes share are counted in each: never less than the truth."""
     children: dict[int, list[int]] = {}
@@ -412,12 +412,12 @@ class _MemoryWatch:
 
     def arm(self) -> None:
         """Start watching, from what the run holds now (the worker started, the file not run)."""
-        limit = resident_bytes(self.child.pid) + self.megabytes * 2**20
+        limit = _resident_bytes(self.child.pid) + self.megabytes * 2**20
         threading.Thread(target=self._watch, args=(limit,), daemon=True).start()
 
     def _watch(self, limit: int) -> None:
         while not self.done.wait(MEMORY_POLL) and self.child.poll() is None:
-            if resident_bytes(self.child.pid) > limit:
+            if _resident_bytes(self.child.pid) > limit:
                 self.said = (f"it used more than the {self.megabytes:,} MB of memory a run may "
                              "use beyond Python and torch (the grader's --memory-mb)")  # fmt: skip
                 self.kill()
