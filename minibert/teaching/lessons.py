@@ -82,7 +82,7 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson(
         "09_d2l_side_by_side.ipynb",
         "Appendix: d2l side by side",
-        "the d2l book's BERT chapter, its own code, run beside minibert on our articles: its pairs (NSP labels flipped, negatives from the same article), its masking and padding; its model on MiniLM's weights, equal to minibert once ReLU becomes GELU and the embeddings get their LayerNorm; its MLM loss counting padding (d2l issue 2582), live, and the fix; d2l's show_heatmaps and Animator on minibert",
+        "the d2l book's BERT chapter, its own code, run beside minibert on our articles: its pairs (NSP labels flipped, negatives from any paragraph of the corpus), its masking and padding; its model on MiniLM's weights, equal to minibert once ReLU becomes GELU and the embeddings get their LayerNorm; its MLM loss counting padding (d2l issue 2582), live, and the fix; d2l's show_heatmaps and Animator on minibert",
         0.5,
     ),
 )
