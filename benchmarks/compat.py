@@ -33,13 +33,21 @@ PYTHONS = ("python3.10", "python3.11", "python3.12", "python3.13")
 SUMMARY = re.compile(r"^=+ (.*) in ([\d.]+)s")
 
 
+def runs(interpreter: str) -> bool:
+    """Whether interpreter starts (a pyenv shim on PATH fails when its version is not active)."""
+    try:
+        done = subprocess.run([interpreter, "-c", "pass"], capture_output=True, timeout=60)
+    except OSError:
+        return False
+    return done.returncode == 0
+
+
 def find(python: str) -> str | None:
-    """The interpreter named python: on PATH, else pyenv's newest of that version."""
-    if found := shutil.which(python):
-        return found
+    """The interpreter named python that runs: on PATH, else pyenv's newest of that version."""
     version = python.removeprefix("python")
     pyenv = sorted(Path.home().glob(f".pyenv/versions/{version}.*/bin/{python}"))
-    return str(pyenv[-1]) if pyenv else None
+    candidates = [shutil.which(python), *(str(p) for p in reversed(pyenv))]
+    return next((c for c in candidates if c and runs(c)), None)
 
 
 def counts(summary: str) -> dict[str, int]:
