@@ -3,6 +3,7 @@
     python benchmarks/compat.py                      # every python3.10 .. python3.13 found
     python benchmarks/compat.py --pythons python3.12 # one
     make compat                                      # the same as the first
+    python benchmarks/compat.py --table              # the README's table from the results
     nohup python benchmarks/compat.py > compat.log & # hours: about 30 minutes a Python on 2 cores
 
 For each Python, in build/compat/pyX.Y (ignored by git; kept, so a second run reuses it), this
@@ -85,12 +86,37 @@ def one(python: str, interpreter: str) -> dict:
     return row
 
 
+def _tally(c: dict | None) -> str:
+    """{'passed': 912, 'skipped': 2} as '912 passed, 2 skipped'; '-' when the tests did not run."""
+    return ", ".join(f"{n:,} {word}" for word, n in c.items()) if c else "-"
+
+
+def table(results: dict) -> str:
+    """compat.json's rows as the README's Markdown table, one row per Python."""
+    lines = ["| Python | torch | numpy | unit tests | notebooks (nbval) | set-up | tests | environment |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for python, row in sorted(results["runs"].items(), key=lambda kv: kv[1].get("python", kv[0])):
+        if row.get("setup") == "failed":
+            lines.append(f"| {python} | set-up failed | | | | {row['setup_seconds']} s | | |")
+            continue
+        lines.append(
+            f"| {row['python']} | {row['torch']} | {row['numpy']} | {_tally(row.get('unit'))} | "
+            f"{_tally(row.get('notebooks'))} | {row['setup_seconds'] / 60:.0f} min | "
+            f"{row['test_seconds'] / 60:.0f} min | {row['environment_bytes'] / 1e9:.1f} GB |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pythons", nargs="+", default=list(PYTHONS), metavar="PYTHON")
     parser.add_argument("--again", action="store_true", help="run the Pythons already recorded")
+    parser.add_argument("--table", action="store_true", help="print the README's table and stop")
     args = parser.parse_args()
     done = json.loads(OUT.read_text()) if OUT.exists() else {"runs": {}}
+    if args.table:
+        print(table(done))
+        return
     done["machine"] = f"{platform.machine()}, {platform.processor() or 'cpu'}, {sys.platform}"
     for python in args.pythons:
         interpreter = find(python)

@@ -7,6 +7,7 @@ minibert course student-edition student/   # the notebooks without the exercises
 minibert pretrain --preset tiny --steps 300 --out runs/tiny
 minibert fill-mask runs/tiny "the [MASK] of france is paris ."
 minibert finetune --model minilm --task rotten-tomatoes --out runs/rt
+minibert sweep --lrs 1e-4 3e-4 1e-3 3e-3 --train-examples 256 --out runs/rt-lr   # lr chosen on dev
 minibert classify runs/rt "a gem of a film" "a tedious mess"
 minibert tag runs/caps "the eiffel tower is in paris ."
 minibert answer runs/qa --question "who built the tower?" --context paragraph.txt
@@ -28,22 +29,38 @@ def _recipe(command: str, args: argparse.Namespace) -> int:
     """Run pretrain or finetune with the command's options; errors become one line and a code."""
     from minibert import recipes
     from minibert.commands.flags import from_namespace
-    from minibert.run_state import TrainingError
 
     recipe, options = {
         "pretrain": (recipes.pretrain, recipes.PretrainOptions),
         "finetune": (recipes.finetune, recipes.FinetuneOptions),
     }[command]
+    return _reported(command, lambda: recipe(args.out, from_namespace(options, args)))
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    """Fine-tune at each of --lrs and choose the rate on dev; errors become one line and a code."""
+    from minibert import recipes
+    from minibert.commands.flags import from_namespace
+
+    if args.lr is not None:
+        return _error("sweep", "the rates to try are --lrs (--lr is finetune's, for one rate)", 2)
+    options = from_namespace(recipes.FinetuneOptions, args)
+    return _reported("sweep", lambda: recipes.sweep(args.out, args.lrs, options, widen=args.widen))
+
+
+def _reported(command: str, call) -> int:
+    """Run a recipe and print its report (once under torchrun); errors become one line and a code."""
+    from minibert import distributed
+    from minibert.run_state import TrainingError
+
     try:
-        result = recipe(args.out, from_namespace(options, args))
+        result = call()
     except (ValueError, FileNotFoundError) as exc:
         return _error(command, exc, 2)
     except (TrainingError, OSError) as exc:  # a diverged run; a write that failed (full disk)
         return _error(command, exc, 1)
     except KeyboardInterrupt:
         return 130
-    from minibert import distributed
-
     if distributed.is_main():  # under torchrun, one report
         print(result.report())
     return 0
@@ -91,7 +108,25 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--out", required=True, help=out)
         add_arguments(command, options)
         command.set_defaults(run=lambda a, name=name: _recipe(name, a))
+    text = "fine-tune at several learning rates and choose one on dev (finetune's other flags)"
+    command = sub.add_parser("sweep", help=text, description=text, epilog=SWEEP_RULES)
+    command.add_argument("--out", required=True, help="folder for a model per rate and sweep.json")
+    command.add_argument("--lrs", type=float, nargs="+", required=True, metavar="LR",
+                         help="the learning rates to try, at least two (e.g. 1e-4 3e-4 1e-3 3e-3)")  # fmt: skip
+    command.add_argument("--widen", type=int, default=2,
+                         help="rates added beyond the grid's edge when the best is there (default: 2)")  # fmt: skip
+    add_arguments(command, FinetuneOptions)
+    command.set_defaults(run=_sweep)
     return parser
+
+
+SWEEP_RULES = (
+    "Each rate's run keeps its best evaluation by the task's dev measure (balanced accuracy, or "
+    "span F1 or exact match: never plain accuracy, which a model that says the majority label "
+    "wins). The best rate by that measure is chosen; a tie goes to the lower dev loss, then the "
+    "smaller rate, and is reported; a best rate at the grid's edge adds a rate beyond it. Test "
+    "never chooses."
+)
 
 
 SEVERAL = (

@@ -37,6 +37,7 @@ from minibert.recipes.pretrain_recipe import (
     pretrain,
 )
 from minibert.recipes.shared import load_corpus, model_folder
+from minibert.recipes.sweep_recipe import Sweep, Trial, choose_lr, sweep
 
 __all__ = [
     "LARGE_MODEL_LR",
@@ -48,9 +49,13 @@ __all__ = [
     "FinetuneResult",
     "PretrainOptions",
     "PretrainResult",
+    "Sweep",
+    "Trial",
+    "choose_lr",
     "default_lr",
     "finetune",
     "load_corpus",
     "model_folder",
     "pretrain",
+    "sweep",
 ]
