@@ -4,6 +4,8 @@
     python benchmarks/compat.py --pythons python3.12 # one
     make compat                                      # the same as the first
     python benchmarks/compat.py --table              # the README's table from the results
+    python benchmarks/compat.py --pythons python3.11 --torch 2.2.2 --notebook notebooks/03_encoder.ipynb
+                                                     # the lower bound: unit tests + one notebook
     nohup python benchmarks/compat.py > compat.log & # hours: about 30 minutes a Python on 2 cores
 
 For each Python, in build/compat/pyX.Y (ignored by git; kept, so a second run reuses it), this
@@ -61,10 +63,17 @@ def size(folder: Path) -> int:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
 
 
-def one(python: str, interpreter: str) -> dict:
-    """Set up and test one Python as the README says; its row."""
-    venv = ROOT / "build" / "compat" / python.removeprefix("python").replace(".", "")
+def one(
+    python: str, interpreter: str, torch: str | None = None, notebook: str | None = None
+) -> dict:
+    """Set up and test one Python as the README says; its row. With torch (a version), that torch
+    (and numpy < 2, which torch before 2.3 was built against) in its own environment, then the unit
+    tests and nbval on one notebook: the lower bound the package claims."""
+    name = python.removeprefix("python").replace(".", "") + (f"-torch{torch}" if torch else "")
+    venv = ROOT / "build" / "compat" / name
     make = ["make", f"PYTHON={interpreter}", f"VENV={venv}"]
+    if torch:
+        make.append(f"TORCH=torch=={torch} 'numpy<2'")  # quoted: make hands it to the shell
     started = time.monotonic()
     setup = subprocess.run([*make, f"{venv}/.dev", "assets"], cwd=ROOT, capture_output=True, text=True)  # fmt: skip
     setup_seconds = time.monotonic() - started
@@ -75,10 +84,20 @@ def one(python: str, interpreter: str) -> dict:
     said = subprocess.run([f"{venv}/bin/python", "-c", probe], capture_output=True, text=True)
     row["python"], row["torch"], row["numpy"] = said.stdout.split()
     started = time.monotonic()
-    test = subprocess.run([*make, "test"], cwd=ROOT, capture_output=True, text=True)
+    if notebook is None:
+        test = subprocess.run([*make, "test"], cwd=ROOT, capture_output=True, text=True)
+    else:  # the unit tests, then nbval on one notebook
+        unit = subprocess.run([*make, "unit"], cwd=ROOT, capture_output=True, text=True)
+        nbval = subprocess.run([f"{venv}/bin/python", "-m", "pytest", notebook, "--nbval",
+                                "--nbval-current-env", "--nbval-sanitize-with",
+                                "tests/nbval_sanitize.cfg"], cwd=ROOT, capture_output=True, text=True)  # fmt: skip
+        test = subprocess.CompletedProcess(
+            [], unit.returncode or nbval.returncode, unit.stdout + nbval.stdout, ""
+        )
+        row["notebook"] = notebook
     row["test_seconds"] = round(time.monotonic() - started)
     summaries = [m for line in test.stdout.splitlines() if (m := SUMMARY.match(line))]
-    if len(summaries) == 2:  # `make test`: the unit tests, then nbval
+    if len(summaries) == 2:  # the unit tests, then nbval
         row["unit"], row["notebooks"] = (counts(m.group(1)) for m in summaries)
     failed = re.findall(r"^FAILED (\S+)", test.stdout, flags=re.MULTILINE)
     row |= {"failures": failed[:20], "passed": test.returncode == 0 and len(summaries) == 2}
@@ -99,9 +118,10 @@ def table(results: dict) -> str:
         if row.get("setup") == "failed":
             lines.append(f"| {python} | set-up failed | | | | {row['setup_seconds']} s | | |")
             continue
+        only = f" ({Path(row['notebook']).stem} only)" if row.get("notebook") else ""
         lines.append(
             f"| {row['python']} | {row['torch']} | {row['numpy']} | {_tally(row.get('unit'))} | "
-            f"{_tally(row.get('notebooks'))} | {row['setup_seconds'] / 60:.0f} min | "
+            f"{_tally(row.get('notebooks'))}{only} | {row['setup_seconds'] / 60:.0f} min | "
             f"{row['test_seconds'] / 60:.0f} min | {row['environment_bytes'] / 1e9:.1f} GB |"
         )
     return "\n".join(lines)
@@ -112,6 +132,10 @@ def main() -> None:
     parser.add_argument("--pythons", nargs="+", default=list(PYTHONS), metavar="PYTHON")
     parser.add_argument("--again", action="store_true", help="run the Pythons already recorded")
     parser.add_argument("--table", action="store_true", help="print the README's table and stop")
+    parser.add_argument(
+        "--torch", help="a torch version to test instead of the set-up's (a lower bound)"
+    )
+    parser.add_argument("--notebook", help="nbval on this notebook only (with --torch)")
     args = parser.parse_args()
     done = json.loads(OUT.read_text()) if OUT.exists() else {"runs": {}}
     if args.table:
@@ -123,14 +147,16 @@ def main() -> None:
         if interpreter is None:
             print(f"{python}: not found on this machine", flush=True)
             continue
-        if python in done["runs"] and not args.again:
-            print(f"{python}: recorded already (--again runs it again)", flush=True)
+        key = python + (f" + torch {args.torch}" if args.torch else "")
+        if key in done["runs"] and not args.again:
+            print(f"{key}: recorded already (--again runs it again)", flush=True)
             continue
-        print(f"{python}: {interpreter} ...", flush=True)
-        done["runs"][python] = one(python, interpreter)
+        print(f"{key}: {interpreter} ...", flush=True)
+        row = one(python, interpreter, args.torch, args.notebook)
+        done = json.loads(OUT.read_text()) if OUT.exists() else done  # another run's rows kept
+        done["runs"][key] = row
         OUT.write_text(json.dumps(done, indent=1) + "\n")
-        row = done["runs"][python]
-        print(f"{python}: {'passed' if row.get('passed') else 'FAILED'} {row}", flush=True)
+        print(f"{key}: {'passed' if row.get('passed') else 'FAILED'} {row}", flush=True)
 
 
 if __name__ == "__main__":
