@@ -231,6 +231,56 @@ BUGS = {
             "kept ones too",
         ),
     ],
+    "nsp": [
+        (
+            "d2l's labels: 1 for IsNext",
+            ("IS_NEXT, NOT_NEXT = 0, 1  # Google", "IS_NEXT, NOT_NEXT = 1, 0  # Google"),
+            "NSP pairs",
+            "as d2l does",
+        ),
+        (
+            "a negative may come from A's own document",
+            ("[e for e in range(len(documents)) if e != d]", "list(range(len(documents)))"),
+            "NSP pairs",
+            "draw it from another document",
+        ),
+        (
+            "pairs not truncated",
+            ("while len(a) + len(b) + 3 > max_len:", "while False:"),
+            "NSP pairs",
+            "does not fit max_len",
+        ),
+        (
+            "no pair for each document's first sentence",
+            (
+                "for i in range(len(document) - 1):\n            a =",
+                "for i in range(1, len(document) - 1):\n            a =",
+            ),
+            "NSP pairs",
+            "one pair per sentence but the last",
+        ),
+        (
+            "SOP's swapped pairs labelled as in order",
+            ("pairs.append((second, first, 1))", "pairs.append((second, first, 0))"),
+            "SOP pairs",
+            "0 = in order, 1 = swapped",
+        ),
+        (
+            "SOP never swaps",
+            ("pairs.append((second, first, 1))", "pairs.append((first, second, 0))"),
+            "SOP pairs",
+            "swap each",
+        ),
+        (
+            "the MLM loss's ignore_index=0 drops IsNext",
+            (
+                "F.cross_entropy(nsp_logits, labels)",
+                "F.cross_entropy(nsp_logits, labels, ignore_index=0)",
+            ),
+            "NSP loss",
+            "IsNext pairs (label 0) were dropped",
+        ),
+    ],
 }
 
 

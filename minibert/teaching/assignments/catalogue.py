@@ -54,7 +54,7 @@ class Assignment:
         return sum(p.points for p in self.parts)
 
 
-# --- the assignments (assignment 3, pretraining data, is three of the notebooks' checkers) -------
+# --- the assignments (masking and nsp, pretraining data, are notebooks' checkers) -------------
 
 ASSIGNMENTS: dict[str, Assignment] = {
     a.name: a
@@ -100,6 +100,17 @@ ASSIGNMENTS: dict[str, Assignment] = {
                     3,
                     checked("mask_accuracy", exercises.check_mask_accuracy),
                 ),
+            ),
+        ),
+        Assignment(
+            "nsp",
+            "Sentence-pair pretraining data: NSP pairs, SOP pairs, the NSP loss",
+            "nsp.py",
+            "05_next_sentence_prediction",
+            (
+                Part("NSP pairs", 5, checked("nsp_pairs", exercises.check_nsp_pairs)),
+                Part("SOP pairs", 3, checked("sop_pairs", exercises.check_sop_pairs)),
+                Part("NSP loss", 2, checked("nsp_loss", exercises.check_nsp_loss)),
             ),
         ),
     )

@@ -14,8 +14,9 @@ A frame is an 8-byte header (the lengths of the JSON text and of the tensors, bi
 JSON text (UTF-8) and the tensors as safetensors bytes. In the JSON, a value is None, a bool, an
 int, a float or a str as itself, or one of {"tuple": [...]}, {"list": [...]}, {"dict": {...}},
 {"tensor": key}, {"ndarray": key}, {"fields": {...}} (a dataclass, a namespace inside),
-{"rng": state} (a numpy Generator) or {"handle": n, "type": ..., "name": ...} (an object that
-stays in the worker: a function, a class, a module instance).
+{"rng": state} (a numpy Generator), {"random": state} (a random.Random, as getstate gives it)
+or {"handle": n, "type": ..., "name": ...} (an object that stays in the worker: a function, a
+class, a module instance).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import importlib.abc
 import importlib.util
 import json
 import os
+import random
 import site
 import struct
 import sys
@@ -93,6 +95,9 @@ class Packer:
             value.bit_generator, np.random.PCG64
         ):
             return {"rng": value.bit_generator.state}  # fmt: skip
+        if type(value) is random.Random:  # Python's generator: its state, as getstate gives it
+            version, state, gauss = value.getstate()
+            return {"random": {"version": version, "state": list(state), "gauss": gauss}}
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
             return {"fields": self.pack(fields, depth + 1)["dict"]}
@@ -130,6 +135,13 @@ def unpack(tree: Any, tensors: dict[str, torch.Tensor], resolve: Callable[[dict]
     if tag == "rng" and type(body) is dict and body.get("bit_generator") == "PCG64":
         rng = np.random.Generator(np.random.PCG64())
         rng.bit_generator.state = body
+        return rng
+    if tag == "random" and type(body) is dict and set(body) == {"version", "state", "gauss"}:
+        rng = random.Random()
+        try:  # setstate checks the version and the state's length and values
+            rng.setstate((body["version"], tuple(body["state"]), body["gauss"]))
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError("not a random state") from None
         return rng
     raise ValueError(f"not a value: {tag!r}")
 

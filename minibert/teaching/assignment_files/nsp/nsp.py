@@ -1,0 +1,42 @@
+"""Assignment: sentence-pair pretraining data. Fill in every function that raises NotImplementedError.
+
+Use Python and torch (not minibert). Grade it with: minibert assignment grade .
+"""
+
+import torch
+import torch.nn.functional as F
+
+IS_NEXT, NOT_NEXT = 0, 1  # Google's and Hugging Face's labels (d2l uses the opposite)
+
+
+def nsp_pairs(documents, max_len, rng):
+    """BERT's next-sentence-prediction pairs -> [(tokens_a, tokens_b, label), ...].
+
+    documents: a list of documents, each a list of sentences, each a list of token ids; rng: a
+    random.Random (use it for every random choice). For every sentence but the last of each
+    document, in order: A is that sentence; B is the next sentence (label IS_NEXT) or, with
+    probability 0.5, a random sentence of another document (label NOT_NEXT). Truncate the longer
+    segment, one token at a time, until [CLS] A [SEP] B [SEP] fits max_len.
+    """
+    raise NotImplementedError("your code here")
+
+
+def sop_pairs(documents, rng):
+    """ALBERT's sentence-order pairs -> [(tokens_a, tokens_b, label), ...].
+
+    For every sentence but the last of each document, in order: the sentence and the next one, in
+    order (label 0) or, with probability 0.5, swapped (label 1). Both come from one document.
+    """
+    raise NotImplementedError("your code here")
+
+
+def nsp_loss(nsp_logits, labels):
+    """nsp_logits (batch, 2), labels (batch,) -> the mean cross-entropy (a 0-dim tensor).
+
+    Every pair counts, whichever its label.
+    """
+    raise NotImplementedError("your code here")
+
+
+# Silence "imported but unused" until you use them.
+_ = torch, F
