@@ -281,6 +281,56 @@ BUGS = {
             "IsNext pairs (label 0) were dropped",
         ),
     ],
+    "spans": [
+        (
+            "the best start and the best end taken apart",
+            (
+                '    best, found = float("-inf"), (0, 0)\n    n = len(start_logits)\n',
+                "    return int(start_logits.argmax()), int(end_logits.argmax())\n    n = 0\n    best, found = 0, (0, 0)\n",
+            ),
+            "best span in a window",
+            "separately",
+        ),
+        (
+            "an exclusive end",
+            ("best, found = score, (start, end)", "best, found = score, (start, end + 1)"),
+            "best span in a window",
+            "inclusive",
+        ),
+        (
+            "no maximum length",
+            ("range(start, min(start + max_answer_tokens, n))", "range(start, n)"),
+            "best span in a window",
+            "at most max_answer_tokens",
+        ),
+        (
+            "the first window only",
+            ("    for window in windows:\n", "    for window in windows[:1]:\n"),
+            "the answer over windows",
+            "search every window",
+        ),
+        (
+            "the answer cut before its last piece",
+            ("offsets[first][0] : offsets[last][1]", "offsets[first][0] : offsets[last][0]"),
+            "the answer over windows",
+            "offsets[end][1]",
+        ),
+        (
+            "tokens compared as sets",
+            (
+                "sum((Counter(predicted) & Counter(true)).values())",
+                "len(set(predicted) & set(true))",
+            ),
+            "SQuAD F1",
+            "multiset",
+        ),
+        (
+            "articles kept",
+            ('return re.sub(r"\\b(a|an|the)\\b", " ", text).split()', "return text.split()"),
+            "SQuAD F1",
+            "articles",
+        ),
+    ],
 }
 
 

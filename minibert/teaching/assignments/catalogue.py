@@ -54,7 +54,7 @@ class Assignment:
         return sum(p.points for p in self.parts)
 
 
-# --- the assignments (masking and nsp, pretraining data, are notebooks' checkers) -------------
+# --- the assignments (masking, nsp and spans are notebooks' checkers) ---------------------------
 
 ASSIGNMENTS: dict[str, Assignment] = {
     a.name: a
@@ -111,6 +111,21 @@ ASSIGNMENTS: dict[str, Assignment] = {
                 Part("NSP pairs", 5, checked("nsp_pairs", exercises.check_nsp_pairs)),
                 Part("SOP pairs", 3, checked("sop_pairs", exercises.check_sop_pairs)),
                 Part("NSP loss", 2, checked("nsp_loss", exercises.check_nsp_loss)),
+            ),
+        ),
+        Assignment(
+            "spans",
+            "Answering with a span: the best span, the answer over windows, SQuAD's F1",
+            "spans.py",
+            "07_tagging_pairs_and_spans",
+            (
+                Part("best span in a window", 4, checked("best_span", exercises.check_best_span)),
+                Part(
+                    "the answer over windows",
+                    4,
+                    checked("answer_text", exercises.check_answer_over_windows),
+                ),
+                Part("SQuAD F1", 2, checked("squad_f1", exercises.check_squad_f1)),
             ),
         ),
     )

@@ -14,7 +14,8 @@ score ``result.passed`` and show ``result.message``.
 - ``masking`` (4): ``check_masking``, ``check_mlm_loss``, ``check_mask_accuracy``;
 - ``nsp`` (5): ``check_nsp_pairs``, ``check_sop_pairs``, ``check_nsp_loss``;
 - ``finetuning`` (6): ``check_classification_head``, ``check_evaluation``;
-- ``shapes`` (7): ``check_best_span``, ``check_repair_bio``;
+- ``shapes`` (7): ``check_best_span``, ``check_repair_bio``, ``check_answer_over_windows``,
+  ``check_squad_f1``;
 - ``what_pretraining_buys`` (8): ``check_opinion_scores``;
 - ``common``: ``Result``, ``report``, ``quietly`` (checkers that print nothing, for a grader),
   ``call_safely`` (a learner's call, its exception as a hint) and ``attention_problem`` (a
@@ -46,7 +47,12 @@ from minibert.teaching.exercises.encoder import (
 from minibert.teaching.exercises.finetuning import check_classification_head, check_evaluation
 from minibert.teaching.exercises.masking import check_mask_accuracy, check_masking, check_mlm_loss
 from minibert.teaching.exercises.nsp import check_nsp_loss, check_nsp_pairs, check_sop_pairs
-from minibert.teaching.exercises.shapes import check_best_span, check_repair_bio
+from minibert.teaching.exercises.shapes import (
+    check_answer_over_windows,
+    check_best_span,
+    check_repair_bio,
+    check_squad_f1,
+)
 from minibert.teaching.exercises.tokens import (
     check_pad_batch,
     check_tokens_and_segments,
@@ -58,6 +64,7 @@ __all__ = [
     "Result",
     "attention_problem",
     "call_safely",
+    "check_answer_over_windows",
     "check_attention",
     "check_best_span",
     "check_classification_head",
@@ -78,6 +85,7 @@ __all__ = [
     "check_previous_token_head",
     "check_repair_bio",
     "check_sop_pairs",
+    "check_squad_f1",
     "check_split_heads",
     "check_tokens_and_segments",
     "check_wordpiece",

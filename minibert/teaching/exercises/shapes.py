@@ -210,3 +210,195 @@ def check_repair_bio(fn: Callable[..., Any], cases: int = 40) -> Result:
             hint = f"for {tags} the repaired tags are {want}, got {got}."
         return report(name, hint, case)
     return report(name, None, cases)
+
+
+# ---- the answer over a context's windows, in characters ----------------------------------------
+
+_WORDS = ("river", "stone", "king", "Troy", "ship", "sailed", "fifty", "north", "oracle", "Argos",
+          "shield", "bronze", "gods", "city", "Achilles", "spear", "wall", "night")  # fmt: skip
+
+
+def _windowed_case(g: random.Random, question: int, window: int, stride: int) -> tuple:
+    """A context, its windows ({start_logits, end_logits, offsets}) and each window's context
+    pieces: [CLS] question [SEP] context pieces [SEP], offsets None outside the context. Some words
+    are two pieces (as WordPiece splits them), so an answer can end inside a word."""
+    words = [g.choice(_WORDS) for _ in range(g.randint(8, 24))]
+    context, pieces = " ".join(words), []
+    at = 0
+    for word in words:
+        cut = g.randint(2, len(word) - 1) if len(word) > 4 and g.random() < 0.3 else len(word)
+        pieces += [(at, at + cut)] + ([(at + cut, at + len(word))] if cut < len(word) else [])
+        at += len(word) + 1
+    windows, first = [], 0
+    while True:
+        part = pieces[first : first + window]
+        offsets = [None] * (question + 2) + [list(p) for p in part] + [None]
+        n = len(offsets)
+        windows.append({"start_logits": [round(g.gauss(0, 2), 3) for _ in range(n)],
+                        "end_logits": [round(g.gauss(0, 2), 3) for _ in range(n)],
+                        "offsets": offsets})  # fmt: skip
+        if first + window >= len(pieces):
+            return context, windows
+        first += window - stride
+
+
+def _answer(context: str, windows: Sequence[dict], longest: float, *, only_first: bool = False,
+            exclusive: bool = False, separately: bool = False) -> str:  # fmt: skip
+    """The reference (and, with a flag, a mistake): the best start + end logit over every window's
+    context pieces, start <= end < start + longest; ties keep the earliest window, start, end."""
+    best, found = NEG_INF, ""
+    for w in windows[:1] if only_first else windows:
+        inside = [i for i, o in enumerate(w["offsets"]) if o is not None]
+        start, end, offsets = w["start_logits"], w["end_logits"], w["offsets"]
+        if separately:  # each argmax alone, kept only when in order
+            s, e = (max(inside, key=lambda i, x=x: (x[i], -i)) for x in (start, end))
+            pairs = [(s, e)] if s <= e < s + longest else []
+        else:
+            pairs = [(s, e) for s in inside for e in inside if s <= e < s + longest]
+        for s, e in pairs:
+            if start[s] + end[e] > best:
+                last = offsets[e][0] if exclusive else offsets[e][1]
+                best, found = start[s] + end[e], context[offsets[s][0] : last]
+    return found
+
+
+def _windows_cases(g: random.Random, cases: int) -> list[tuple[str, list[dict], int, str]]:
+    """(context, windows, max_answer_tokens, what the case is about): planted cases, then random."""
+    made = []
+    for n in range(cases):
+        context, windows = _windowed_case(g, g.randint(1, 4), g.randint(5, 9), g.randint(1, 3))
+        while len(windows) < 2:  # every case has at least two windows
+            context, windows = _windowed_case(g, g.randint(1, 4), g.randint(5, 9), 2)
+        about = ("question", "second window", "length", "random")[min(n, 3)]
+        last = windows[-1]
+        if about == "question":  # the question's pieces score highest: they are not the context
+            first = next(i for i, o in enumerate(windows[0]["offsets"]) if o is not None)
+            windows[0]["start_logits"][first] = windows[0]["end_logits"][first + 1] = 6.0
+            windows[0]["start_logits"][1] = windows[0]["end_logits"][2] = 9.0
+        if about == "second window":  # the answer is in a later window, never in the first
+            inside = [i for i, o in enumerate(last["offsets"]) if o is not None]
+            last["start_logits"][inside[0]] = last["end_logits"][inside[-1]] = 8.0
+        made.append((context, windows, (3, 4, 1, g.randint(1, 6))[min(n, 3)], about))
+    return made
+
+
+def check_answer_over_windows(fn: Callable[..., Any], cases: int = 30) -> Result:
+    """Check ``fn(context, windows, max_answer_tokens) -> str``: the answer's text.
+
+    Each window is a dict: ``start_logits`` and ``end_logits`` (lists of floats, one per piece) and
+    ``offsets`` (per piece, the [first, end) characters of context it covers, or None for
+    [CLS], the question's pieces and [SEP]). The answer is the span with the highest start + end
+    logit over every window, both ends among the window's context pieces, start <= end < start +
+    max_answer_tokens (ties: the earliest window, then start, then end), returned as
+    ``context[offsets[start][0] : offsets[end][1]]``.
+    """
+    name = "answer over windows"
+    g = random.Random(11)
+    for case, (context, windows, longest, about) in enumerate(_windows_cases(g, cases)):
+        want = _answer(context, windows, longest)
+        given = [dict(w) for w in windows]
+        got, hint = call_safely(fn, context, given, longest)
+        if hint is not None:
+            return report(name, hint, case)
+        if not isinstance(got, str):
+            return report(
+                name, f"return the answer's text (a str), got {type(got).__name__}.", case
+            )
+        if got == want:
+            continue
+        mistakes = {
+            "an answer ends at the end of its last piece: offsets[end][1], not offsets[end][0].":
+                dict(exclusive=True),
+            "search every window: a long context's answer may lie in a later one.":
+                dict(only_first=True),
+            "you took the best start and the best end of a window separately; search pairs "
+            "(start, end) with start <= end < start + max_answer_tokens.": dict(separately=True),
+        }  # fmt: skip
+        hint = next((h for h, flags in mistakes.items()  # a mistake that gives this answer here
+                     if got == _answer(context, windows, longest, **flags) != "" ), None)  # fmt: skip
+        if hint is None and got == _answer(context, windows, float("inf")):
+            hint = f"the answer may have at most max_answer_tokens = {longest} pieces."
+        if hint is None and about == "question":
+            hint = "[CLS], the question and [SEP] (offsets None) are never part of the answer."
+        return report(name, hint or f"expected {want!r}, got {got!r:.80}.", case)
+    return report(name, None, cases)
+
+
+# ---- SQuAD's F1 ----------------------------------------------------------------------------------
+
+
+def _f1_variant(prediction: str, truth: str, *, lower=True, punctuation=True, articles=True,
+                counts=True) -> float:  # fmt: skip
+    """SQuAD v1.1's token F1 of one answer (the reference), or it with one step left out."""
+    import re
+    import string
+    from collections import Counter
+
+    def normal(text: str) -> list[str]:
+        text = text.lower() if lower else text
+        text = text.translate(str.maketrans("", "", string.punctuation)) if punctuation else text
+        text = re.sub(r"\b(a|an|the)\b", " ", text) if articles else text
+        return text.split()
+
+    p, t = normal(prediction), normal(truth)
+    shared = sum((Counter(p) & Counter(t)).values()) if counts else len(set(p) & set(t))
+    if shared == 0:
+        return 0.0
+    precision, recall = shared / len(p), shared / len(t)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _f1_cases(g: random.Random, cases: int) -> list[tuple[str, str]]:
+    """(prediction, truth) pairs: each step of the normalisation tested alone first, then random."""
+    fixed = [
+        ("The Denver Broncos", "denver broncos"),  # case and an article
+        ("broncos!", "the broncos."),  # punctuation
+        ("an oracle at Argos", "oracle"),  # an article inside
+        ("fifty fifty ships", "fifty fifty"),  # a repeated word counts as often as it matches
+        ("the", "a"),  # both normalise to nothing: F1 0 (SQuAD v1.1)
+        ("Troy", "Argos"),  # nothing shared
+        ("theatre and anchor", "the atre"),  # articles only as whole words
+    ]
+    words = ["the", "a", "ship", "Ship", "ships,", "king", "Troy.", "of", "an", "fifty"]
+    made = [(" ".join(g.choices(words, k=g.randint(1, 6))), " ".join(g.choices(words, k=g.randint(1, 6))))
+            for _ in range(cases - len(fixed))]  # fmt: skip
+    return fixed + made
+
+
+def check_squad_f1(fn: Callable[..., Any], cases: int = 40) -> Result:
+    """Check ``fn(prediction, truth) -> float``: SQuAD v1.1's token F1 of one answer, in [0, 1].
+
+    Both texts are normalised (lower case, ASCII punctuation deleted, the articles a/an/the deleted
+    as words, whitespace squeezed), split on whitespace, and compared as multisets of tokens;
+    F1 is 0 when they share no token (also when one normalises to nothing).
+    """
+    name = "SQuAD F1"
+    g = random.Random(5)
+    for case, (prediction, truth) in enumerate(_f1_cases(g, cases)):
+        want = _f1_variant(prediction, truth)
+        got, hint = call_safely(fn, prediction, truth)
+        if hint is not None:
+            return report(name, hint, case)
+        try:
+            got = float(got)
+        except (TypeError, ValueError):
+            return report(name, f"return a float, got {type(got).__name__}.", case)
+        if abs(got - want) <= 1e-6:
+            continue
+        steps = {
+            "lower-case both texts first": dict(lower=False),
+            "delete punctuation (string.punctuation) before splitting": dict(punctuation=False),
+            'delete the articles "a", "an" and "the" as whole words (re.sub(r"\\b(a|an|the)\\b", '
+            '" ", text))': dict(articles=False),
+            "count shared tokens as a multiset (collections.Counter's &), not a set: a word "
+            "repeated in both counts as often as in the rarer": dict(counts=False),
+        }
+        hint = next((h for h, flags in steps.items()
+                     if abs(got - _f1_variant(prediction, truth, **flags)) <= 1e-6), None)  # fmt: skip
+        if hint is None and not _f1_variant(prediction, truth) and abs(got - 1.0) <= 1e-6:
+            hint = "when the texts share no token (or normalise to nothing), F1 is 0."
+        if hint is None and abs(got - 100 * want) <= 1e-4:
+            hint = "return F1 in [0, 1], not in percent."
+        return report(name, hint or f"for {prediction!r} against {truth!r}: expected {want:.4f}, "
+                      f"got {got:.4f}.", case)  # fmt: skip
+    return report(name, None, cases)
