@@ -154,3 +154,73 @@ def test_the_repaired_tags_are_valid_and_read_as_seqeval_reads_the_original():
         for before, tag in zip(["O", *repaired], repaired):  # valid: an I- continues its type
             assert not tag.startswith("I-") or before[2:] == tag[2:]
         assert shapes._repair_bio(repaired) == repaired  # valid tags stay as they are
+
+
+# ---- the answer over windows, SQuAD's F1 (the spans assignment) ---------------------------------
+
+
+def answer_with(first_only=False, exclusive=False, every_piece=False, limit=True):
+    """A learner's answer_text: right by default, or with one typical mistake."""
+
+    def answer(context, windows, longest):
+        best, text = float("-inf"), ""
+        for w in windows[:1] if first_only else windows:
+            offsets = w["offsets"]
+            pieces = range(len(offsets)) if every_piece else [i for i, o in enumerate(offsets) if o]
+            for s in pieces:
+                for e in pieces:
+                    if s <= e and (e < s + longest or not limit):
+                        score = w["start_logits"][s] + w["end_logits"][e]
+                        if score > best:
+                            a, b = offsets[s] or (0, 0), offsets[e] or (0, 0)
+                            best, text = score, context[a[0] : b[0] if exclusive else b[1]]
+        return text
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    "fn, passes, hint",
+    [
+        (answer_with(), True, "PASS"),
+        (answer_with(exclusive=True), False, "offsets[end][1], not offsets[end][0]"),
+        (answer_with(first_only=True), False, "search every window"),
+        (answer_with(limit=False), False, "at most max_answer_tokens"),
+        (answer_with(every_piece=True), False, "the question and [SEP] (offsets None)"),
+        (lambda context, windows, longest: None, False, "return the answer's text"),
+        (not_implemented, False, "NotImplementedError"),
+    ],
+)
+def test_check_answer_over_windows(fn, passes, hint, capsys):
+    assert exercises.check_answer_over_windows(fn).passed is passes
+    assert hint in capsys.readouterr().out
+
+
+def test_the_windows_reference_is_minibert_decoding_window_by_window():
+    for context, windows, longest, _ in shapes._windows_cases(random.Random(11), 30):
+        best, text = None, ""
+        for w in windows:
+            inside = [i for i, o in enumerate(w["offsets"]) if o is not None]
+            found = inference.best_span(w["start_logits"], w["end_logits"], inside, longest)
+            if found is not None and (best is None or found[0] > best):
+                best = found[0]
+                text = context[w["offsets"][found[1]][0] : w["offsets"][found[2]][1]]
+        assert shapes._answer(context, windows, longest) == text
+
+
+def test_the_f1_reference_is_minibert_squad_and_each_mistake_is_named(capsys):
+    from minibert import squad
+
+    for prediction, truth in shapes._f1_cases(random.Random(5), 40):
+        assert shapes._f1_variant(prediction, truth) == squad.f1(prediction, [truth])
+    assert exercises.check_squad_f1(lambda p, t: squad.f1(p, [t])).passed
+    for flags, hint in (
+        (dict(lower=False), "lower-case"),
+        (dict(punctuation=False), "delete punctuation"),
+        (dict(articles=False), "articles"),
+        (dict(counts=False), "multiset"),
+    ):
+        assert not exercises.check_squad_f1(lambda p, t, f=flags: shapes._f1_variant(p, t, **f))
+        assert hint in capsys.readouterr().out
+    assert not exercises.check_squad_f1(lambda p, t: 100 * squad.f1(p, [t]))
+    assert "not in percent" in capsys.readouterr().out
