@@ -145,3 +145,23 @@ def test_numbers_the_readme_and_the_guide_quote_from_notebooks_are_printed():
         if not any(number in text for text in printed.values()):
             drifted.append(f"docs/teaching.md: {number}")
     assert not drifted, drifted
+
+
+def test_every_written_answer_has_a_rubric_in_the_guide():
+    guide = (NOTEBOOKS[0].parent.parent / "docs" / "teaching.md").read_text(encoding="utf-8")
+    rubrics = guide[guide.index("## Rubrics for the written answers") :]
+    rubrics = rubrics[: rubrics.index("\n## ", 1)]
+    asked_for = set()
+    for path in NOTEBOOKS:
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        for i, cell in enumerate(cells):
+            if cell["cell_type"] != "markdown" or not "".join(cell["source"]).startswith("*Answer"):
+                continue
+            asked = next("".join(c["source"]) for c in reversed(cells[:i])
+                         if "**Exercise" in "".join(c["source"]))  # fmt: skip
+            number = re.search(r"\*\*Exercise (\d+)", asked).group(1)
+            asked_for.add(f"### Lesson {path.name[:2]}, exercise {number}:")
+    written = set(re.findall(r"^### Lesson \d\d, exercise \d+:", rubrics, flags=re.MULTILINE))
+    assert asked_for - written == set(), "answers without a rubric"
+    assert written - asked_for == set(), "rubrics for answers the notebooks no longer ask"
+    assert rubrics.count("\n### ") == len(written) == 4
