@@ -214,3 +214,35 @@ def test_finetune_pauses_and_resumes_to_the_same_model(tmp_path):
     a, b = _weights(whole.folder), _weights(done.folder)
     for name in a:
         torch.testing.assert_close(b[name], a[name], rtol=0, atol=1e-6, msg=name)
+
+
+def test_a_share_of_the_text_is_whole_documents_nested_and_near_its_target():
+    """text_fraction's documents: whole, nested (1/8 inside 1/4 ...), the same whatever the
+    corpus's order, each share's words within one document of its target, at least two."""
+    from minibert.recipes.pretrain_recipe import share_of_documents
+
+    docs = [corpora.make_article(f"doc {i}", [" ".join(["word"] * (10 + 7 * i)) + "."])
+            for i in range(30)]  # fmt: skip
+    words = {d.title: len(d.sentences[0].split()) for d in docs}
+    total, biggest, previous = sum(words.values()), max(words.values()), set()
+    for fraction in (0.125, 0.25, 0.5, 1.0):
+        share = share_of_documents(docs, fraction)
+        titles = [d.title for d in share]
+        assert titles == [d.title for d in docs if d.title in titles]  # the corpus's own order
+        assert previous <= set(titles) and len(titles) >= 2
+        assert abs(sum(words[t] for t in titles) - fraction * total) <= biggest
+        assert [d.title for d in share_of_documents(docs[::-1], fraction)] == titles[::-1]
+        previous = set(titles)
+    assert len(share_of_documents(docs, 1e-6)) == 2
+
+
+def test_text_fraction_pretrains_on_that_share_and_is_checked(tmp_path):
+    for wrong in (0, 1.5):
+        with pytest.raises(ValueError, match="text_fraction"):
+            recipes.pretrain(tmp_path / "no", steps=2, preset="tiny", text_fraction=wrong)
+    assert not (tmp_path / "no").exists()
+    result = recipes.pretrain(tmp_path / "m", steps=2, preset="tiny", vocab_size=300,
+                              max_len=32, batch_size=4, dupe_factor=1, eval_every=2,
+                              eval_batches=1, text_fraction=0.125)  # fmt: skip
+    recipe = json.loads((result.folder / "recipe.json").read_text())
+    assert recipe["text_fraction"] == 0.125

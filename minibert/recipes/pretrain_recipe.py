@@ -4,6 +4,7 @@ package's docstring)."""
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -100,6 +101,13 @@ class PretrainOptions:
         "Tomatoes training movies, one document per movie, no labels; needs --objective none), "
         "a MediaWiki dump (.xml/.xml.bz2) or a folder of .txt files",
         check=SOURCE,
+    )
+    text_fraction: float = option(
+        1.0,
+        help="pretrain on this share of the training documents' words (whole documents in a "
+        "fixed shuffled order, so 1/8 lies inside 1/4; the vocabulary is trained on the same "
+        "share, the held-out documents are unchanged): for a data-scale curve",
+        check=Check("in (0, 1]", lambda v: isinstance(v, (int, float)) and 0 < v <= 1),
     )
     init: str | Path | None = option(
         None,
@@ -320,6 +328,8 @@ def pretrain(
 def _pretraining_corpus(o: PretrainOptions) -> tuple[list, list]:
     """(training, held-out) documents of the run's corpus, refused if NSP cannot use them."""
     train_articles, heldout_articles = load_corpus(o.corpus)
+    if o.text_fraction < 1:
+        train_articles = share_of_documents(train_articles, o.text_fraction)
     if o.objective == "nsp":  # its negatives come from another document, in each part
         for part, docs in (("training", train_articles), ("held-out", heldout_articles)):
             if len(docs) < 2:
@@ -328,8 +338,28 @@ def _pretraining_corpus(o: PretrainOptions) -> tuple[list, list]:
                     "prediction needs at least two in each part (more documents, or "
                     "--objective sop or none)"
                 )
-    say(f"corpus: {len(train_articles)} training and {len(heldout_articles)} held-out documents")
+    words = sum(len(s.split()) for a in train_articles for s in a.sentences)
+    say(
+        f"corpus: {len(train_articles)} training and {len(heldout_articles)} held-out documents "
+        f"({words:,} training words)"
+    )
     return train_articles, heldout_articles
+
+
+def share_of_documents(documents: Sequence, fraction: float, seed: int = 0) -> list:
+    """The first whole documents, in an order shuffled by seed, whose words come closest to
+    fraction of all the documents' words (at least two): nested, a smaller share inside a larger."""
+    order = sorted(range(len(documents)), key=lambda i: documents[i].title)  # any input order
+    random.Random(seed).shuffle(order)
+    counts = [sum(len(s.split()) for s in documents[i].sentences) for i in order]
+    target, kept, total = fraction * sum(counts), [], 0
+    for i, count in zip(order, counts):
+        # the document that crosses the target is kept when that lands nearer to it
+        if len(kept) >= 2 and total + count - target > target - total:
+            break
+        kept.append(i)
+        total += count
+    return [documents[i] for i in sorted(kept)]  # in the corpus's own order
 
 
 def _pretraining_data(o: PretrainOptions, tok: BertTokenizer, train_articles, heldout_articles):
