@@ -85,3 +85,71 @@ def evaluation_with(transpose=False, count=False, percent=False, label=1, zero=T
 def test_check_evaluation(fn, passes, hint, capsys):
     assert exercises.check_evaluation(fn).passed is passes
     assert hint in capsys.readouterr().out
+
+
+# ---- the fine-tuning loop -------------------------------------------------------------------------
+
+
+def loop_with(mistake: dict | None = None, eval_mode=True, train_mode=True, returns="state"):
+    """A learner's loop: the reference with one of the checker's mistakes, or a mode forgotten."""
+    from minibert.teaching.exercises import finetuning as ft
+
+    def loop(model, batches, evaluate, lr, warmup_steps, eval_every):
+        if eval_mode and train_mode and returns == "state":
+            return ft._reference_loop(model, batches, evaluate, lr, warmup_steps, eval_every,
+                                      **(mistake or {}))  # fmt: skip
+        optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+        model.train()
+        for step, batch in enumerate(batches, start=1):
+            optimizer.zero_grad()
+            model(**batch).loss.backward()
+            optimizer.step()
+            if step % eval_every == 0 or step == len(batches):
+                if eval_mode:
+                    model.eval()
+                evaluate(model)
+                if train_mode:
+                    model.train()
+        return model.state_dict() if returns == "state" else None
+
+    return loop
+
+
+@pytest.mark.parametrize(
+    "fn, passes, hint",
+    [
+        (loop_with(), True, "PASS"),
+        (loop_with(dict(keep_copy=False)), False, "keep a copy of the best weights"),
+        (loop_with(dict(zero=False)), False, "zero the gradients"),
+        (loop_with(dict(clip=False)), False, "clip the gradient's norm"),
+        (loop_with(dict(warmup=False)), False, "warm the learning rate up"),
+        (loop_with(dict(decay_all=True)), False, "no weight decay on biases and LayerNorm"),
+        (loop_with(dict(ties_later=True)), False, "on a tie keep the earlier evaluation"),
+        (loop_with(eval_mode=False), False, "evaluate in eval mode"),
+        (loop_with(train_mode=False), False, "call model.train() again"),
+        (loop_with(returns=None), False, "as a state dict"),
+        (lambda *args: (_ for _ in ()).throw(NotImplementedError), False, "NotImplementedError"),
+    ],
+)
+def test_check_fine_tuning_loop(fn, passes, hint, capsys):
+    assert exercises.check_fine_tuning_loop(fn).passed is passes
+    assert hint in capsys.readouterr().out
+
+
+def test_the_loops_reference_is_minibert_training_loop():
+    """On one full batch (so the batch order cannot differ), the checker's loop and
+    training.train end at the same weights: the exercise is checked against the package."""
+    from minibert import training
+    from minibert.teaching.exercises import finetuning as ft
+
+    batches, _, _, lr, warmup = ft._loop_case(3)
+    full = {k: torch.cat([b[k] for b in batches]) for k in batches[0]}
+    items = [{k: v[i] for k, v in full.items()} for i in range(len(full["labels"]))]
+    mine, package = ft._Recorder(3), ft._Recorder(3)
+    steps = 7
+    kept = ft._reference_loop(mine, [full] * steps, lambda m: 0.0, lr, warmup, eval_every=steps)
+    training.train(package, items, steps=steps, batch_size=len(items), lr=lr, warmup_steps=warmup,
+                   collate_fn=lambda xs: {k: torch.stack([x[k] for x in xs]) for k in xs[0]},
+                   progress=False)  # fmt: skip
+    for name, value in package.state_dict().items():
+        torch.testing.assert_close(kept[name], value, atol=1e-5, rtol=1e-5)

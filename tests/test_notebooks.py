@@ -90,6 +90,7 @@ NOT_OUTPUTS = {
     ("04", "0.85"): "1 - 0.15, the chance a token is not chosen",
     ("05", "52.0%"): "ALBERT's table 5 (NSP-trained model on SOP), quoted from the paper",
     ("06", "0.693"): "log 2",
+    ("06", "0.999"): "AdamW's beta 2 (BERT's), which exercise 3 asks for",
     ("06", "79.4%"): "Wang & Manning (2012), quoted from the paper",
     ("06", "83.0%"): "benchmarks/results/finetuning.json, shown in notebook 08",
     ("06", "70.3%"): "benchmarks/results/finetuning.json (frozen [CLS] features), shown in 08",

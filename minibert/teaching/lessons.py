@@ -64,7 +64,7 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson(
         "06_fine_tuning.ipynb",
         "Fine-tuning",
-        "what is pretrained, what is new, why a small learning rate; the classification head and one AdamW step by hand; baselines first (majority, bag of words); MiniLM fine-tuned live; the confusion matrix, negation and mixed reviews, which words matter (attention vs gradient x input vs occlusion); a learning rate that is too high",
+        "what is pretrained, what is new, why a small learning rate; the classification head and one AdamW step by hand; baselines first (majority, bag of words); MiniLM fine-tuned live; the confusion matrix, negation and mixed reviews, which words matter (attention vs gradient x input vs occlusion); the fine-tuning loop written by hand and checked against the package's; a learning rate that is too high",
         1.5,
     ),
     Lesson(

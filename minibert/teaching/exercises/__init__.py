@@ -44,7 +44,11 @@ from minibert.teaching.exercises.encoder import (
     check_parameter_count,
     check_previous_token_head,
 )
-from minibert.teaching.exercises.finetuning import check_classification_head, check_evaluation
+from minibert.teaching.exercises.finetuning import (
+    check_classification_head,
+    check_evaluation,
+    check_fine_tuning_loop,
+)
 from minibert.teaching.exercises.masking import check_mask_accuracy, check_masking, check_mlm_loss
 from minibert.teaching.exercises.nsp import check_nsp_loss, check_nsp_pairs, check_sop_pairs
 from minibert.teaching.exercises.shapes import (
@@ -72,6 +76,7 @@ __all__ = [
     "check_encoder_layer",
     "check_equal_keys",
     "check_evaluation",
+    "check_fine_tuning_loop",
     "check_mask_accuracy",
     "check_masking",
     "check_merge_heads",

@@ -136,3 +136,177 @@ def check_evaluation(fn: Callable[..., Any], cases: int = 30) -> Result:
                 hint = f"F1 of label 1 should be {expected[1]:.4f}, got {f1:.4f}."
             return report(name, hint, case)
     return report(name, None, cases)
+
+
+# ---- the fine-tuning loop ------------------------------------------------------------------------
+
+
+class _Recorder(torch.nn.Module):
+    """A small classifier (embeddings, mean over the tokens, LayerNorm, a linear head) that notes
+    the mode of each of its calls: the checker reads whether training ran in train mode."""
+
+    def __init__(self, seed: int):
+        super().__init__()
+        with torch.random.fork_rng():  # the same weights each time; the learner's RNG untouched
+            torch.manual_seed(seed)
+            self.embed = torch.nn.Embedding(40, 12)
+            self.norm = torch.nn.LayerNorm(12)
+            self.head = torch.nn.Linear(12, 2)
+        self.calls: list[tuple[str, bool]] = []  # ("train" or "eval", self.training)
+        self.evaluating = False
+
+    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor | None = None) -> Any:
+        self.calls.append(("eval" if self.evaluating else "train", self.training))
+        logits = self.head(self.norm(self.embed(input_ids).mean(1)))  # (batch, 2)
+        loss = F.cross_entropy(logits, labels) if labels is not None else None
+        return type("Output", (), {"logits": logits, "loss": loss})()
+
+
+def _loop_case(seed: int) -> tuple[list[dict], dict, int, float, int]:
+    """(batches, dev, eval_every, lr, warmup_steps): token ids whose label is whether token 7 is in
+    the text, so the model learns and its dev accuracy moves from one evaluation to the next."""
+    g = torch.Generator().manual_seed(seed)
+
+    def batch(n: int) -> dict:
+        ids = torch.randint(0, 40, (n, 6), generator=g)
+        return {"input_ids": ids, "labels": (ids == 7).any(1).long()}
+
+    steps = int(torch.randint(6, 13, (1,), generator=g))
+    return ([batch(8) for _ in range(steps)], batch(64), int(torch.randint(2, 4, (1,), generator=g)),
+            (3e-2, 1e-1)[seed % 2], int(torch.randint(1, 4, (1,), generator=g)))  # fmt: skip
+
+
+MISTAKES = ("decay_all", "warmup", "clip", "zero", "keep_copy", "ties_later")
+
+
+def _reference_loop(model, batches, evaluate, lr, warmup_steps, eval_every, **mistake):
+    """The package's fine-tuning loop (minibert.training's optimizer, schedule and clipping; the
+    best evaluation kept), or it with one step changed: mistake sets one of MISTAKES' flags
+    (decay_all, ties_later: True; warmup, clip, zero, keep_copy: False)."""
+    from minibert.training import linear_schedule, make_optimizer
+
+    unknown = set(mistake) - set(MISTAKES)
+    if unknown:
+        raise TypeError(f"no such mistake: {', '.join(sorted(unknown))}")
+    flags = {"decay_all": False, "warmup": True, "clip": True, "zero": True, "keep_copy": True,
+             "ties_later": False, **mistake}  # fmt: skip
+    decay_all, warmup, clip, zero = (
+        flags["decay_all"],
+        flags["warmup"],
+        flags["clip"],
+        flags["zero"],
+    )
+    keep_copy, ties_later = flags["keep_copy"], flags["ties_later"]
+
+    optimizer = make_optimizer(model, lr, weight_decay=0.01)
+    if decay_all:
+        for group in optimizer.param_groups:
+            group["weight_decay"] = 0.01
+    steps = len(batches)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: linear_schedule(s, warmup_steps, steps) if warmup else 1.0
+    )
+    best, best_state = None, None
+    model.train()
+    for step, batch in enumerate(batches, start=1):
+        if zero:
+            optimizer.zero_grad()
+        model(**batch).loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        if step % eval_every == 0 or step == steps:
+            model.eval()
+            measure = evaluate(model)
+            model.train()
+            if best is None or measure > best or (ties_later and measure == best):
+                best = measure
+                state = model.state_dict()
+                best_state = {k: v.clone() for k, v in state.items()} if keep_copy else state
+    return best_state
+
+
+def _run_loop(loop: Callable[..., Any], case: int, **mistake: Any) -> tuple[Any, Any, str | None]:
+    """Run a loop (the learner's, or the reference with a mistake) on case: (model, state, hint)."""
+    batches, dev, eval_every, lr, warmup = _loop_case(case)
+    model = _Recorder(case)
+
+    def evaluate(m: Any) -> float:  # accuracy on dev, noted as an evaluation call
+        m.evaluating = True
+        with torch.no_grad():
+            right = m(dev["input_ids"]).logits.argmax(-1) == dev["labels"]
+        m.evaluating = False
+        return round(float(right.float().mean()), 2)  # coarse: ties happen, and their rule matters
+
+    state, hint = call_safely(loop, model, [dict(b) for b in batches], evaluate, lr, warmup,
+                              eval_every, **mistake)  # fmt: skip
+    return model, state, hint
+
+
+def _same(got: Any, case: int, mistake: dict) -> bool:
+    """Whether got (a state dict) is what the reference loop with mistake returns on case."""
+    _, variant, _ = _run_loop(_reference_loop, case, **mistake)
+    return (isinstance(got, dict) and got.keys() == variant.keys()
+            and all(torch.allclose(got[k], variant[k], atol=1e-5) for k in variant))  # fmt: skip
+
+
+def check_fine_tuning_loop(fn: Callable[..., Any], cases: int = 6) -> Result:
+    """Check ``fn(model, batches, evaluate, lr, warmup_steps, eval_every) -> best state dict``.
+
+    One optimizer step per batch (``model(**batch).loss``): AdamW (betas 0.9, 0.999; eps 1e-6;
+    weight decay 0.01 on the weight matrices, none on biases and LayerNorm), the learning rate
+    warmed up linearly over warmup_steps then decayed linearly to zero at the last step
+    (``training.linear_schedule``), the gradient's norm clipped to 1.0, the gradients zeroed
+    before each step. Every eval_every steps and after the last, ``evaluate(model)`` (higher is
+    better) with the model in eval mode, then back to train mode; the weights of the best
+    evaluation are kept (a tie keeps the earlier) and returned as a state dict.
+    """
+    name = "fine-tuning loop"
+    for case in range(cases):
+        batches, _, eval_every, _, _ = _loop_case(case)
+        model, got, hint = _run_loop(fn, case)
+        if hint is not None:
+            return report(name, hint, case)
+        evaluations = [training for kind, training in model.calls if kind == "eval"]
+        trained = [training for kind, training in model.calls if kind == "train"]
+        if len(evaluations) != len(range(eval_every, len(batches) + 1, eval_every)) + (
+            len(batches) % eval_every != 0
+        ):
+            return report(name, f"evaluate every {eval_every} steps and after the last step "
+                          f"({len(batches)} steps here): evaluate(model) was called {len(evaluations)} times.", case)  # fmt: skip
+        if any(evaluations):
+            return report(name, "evaluate in eval mode (model.eval()): dropout must be off.", case)
+        if not all(trained):
+            return report(name, "train in train mode: call model.train() again after evaluating.",
+                          case)  # fmt: skip
+        if not isinstance(got, dict) or not all(isinstance(v, torch.Tensor) for v in got.values()):
+            return report(name, "return the best evaluation's weights as a state dict.", case)
+        _, want, _ = _run_loop(_reference_loop, case)
+        if got.keys() != want.keys():
+            return report(name, "return model.state_dict()'s keys (a copy of its tensors).", case)
+        if all(torch.allclose(got[k], want[k], atol=1e-5) for k in want):
+            continue
+        mistakes = {
+            "keep a copy of the best weights ({k: v.clone() for k, v in model.state_dict().items()}): "
+            "state_dict() returns the live tensors, which later steps change": dict(keep_copy=False),
+            "zero the gradients before each step: they add up across steps otherwise": dict(zero=False),
+            "clip the gradient's norm to 1.0 before each step (torch.nn.utils.clip_grad_norm_)": dict(clip=False),
+            "warm the learning rate up over warmup_steps, then decay it linearly to zero at the last "
+            "step (a LambdaLR with training.linear_schedule)": dict(warmup=False),
+            "no weight decay on biases and LayerNorm's weights (1-D parameters): two parameter "
+            "groups": dict(decay_all=True),
+            "on a tie keep the earlier evaluation (replace the best only when one is strictly "
+            "better)": dict(ties_later=True),
+        }  # fmt: skip
+        named = [text for text, flags in mistakes.items() if _same(got, case, flags)]
+        if len(named) > 1:  # two mistakes give these weights here: the other cases tell them apart
+            others = [(c, _run_loop(fn, c)[1]) for c in range(cases) if c != case]
+            named = [text for text in named
+                     if all(_same(mine, c, mistakes[text]) for c, mine in others)] or named  # fmt: skip
+        if named:
+            return report(name, named[0] + ".", case)
+        worst = max(float((got[k] - want[k]).abs().max()) for k in want)
+        return report(name, f"the weights differ from the reference loop's by up to {worst:.3g}.",
+                      case)  # fmt: skip
+    return report(name, None, cases)
