@@ -18,11 +18,13 @@ The course's split is by movie (10,233 / 1,247 / 1,272 snippets; label 1 = fresh
   the rate with the best *dev* accuracy chosen, the other seeds run at it; test never chooses.
   MiniLM runs at its default, 5e-5 (a sweep would take an hour of its runs);
 - in the course checkpoint's own domain: restoring capitalisation of the held-out Wikipedia
-  articles (a token task), course checkpoint against scratch, beside the two rules.
+  articles (a token task), course checkpoint against scratch, beside the two rules, with the
+  sweep's protocol at every size and the paired statistics of ``capitalisation`` below.
 
 Every run keeps the best dev evaluation (at most 3 on a subset, one per epoch on all the data);
 subsets train in batches of 16 for at least 100 steps; batches group texts of similar length.
-About 45 minutes on a 2-core CPU, 17 of them MiniLM's (`--models` runs some models' rows).
+About an hour on a 2-core CPU, 17 minutes of it MiniLM's and 15-21 the capitalisation rows
+(`--models` runs some models' rows, `--only` one part).
 Runs on all the data keep their test predictions (a string of 0/1, one per test snippet in
 corpora.rotten_tomatoes("test") order), for analyses by group of snippet.
 Writes benchmarks/results/finetuning.json and finetuning.png (the labelled-examples curve).
@@ -55,14 +57,13 @@ MODELS = {  # name -> (model, from random weights)
 }
 SWEEP = (1e-4, 3e-4, 1e-3, 3e-3)  # the small models' learning rates, chosen on dev
 MINILM_LR = 5e-5  # MiniLM's default (recipes.default_lr), not swept
-CAPITALISATION_LR = 1e-3  # both small models there (finetune's default for them)
 EPOCHS = {"minilm": 1}  # on all the data (a MiniLM epoch takes ~6 minutes here); others 3
 STEPS_AT_LEAST = 100  # a small subset still gets this many steps (more epochs)
 SUBSET_BATCH = 16  # a subset's batches: more steps for the same time (64 steps of 32 left
 # MiniLM at 1,024 examples below its 256-example score: too few updates at lr 5e-5)
 SUBSET_EVALUATIONS = 3  # dev evaluations of a run on a subset (a third of MiniLM's time there)
 # capitalisation: training sentences (None: all) -> steps
-CAPITALISATION = {64: 150, 256: 150, 1024: 150, None: 300}
+CAPITALISATION = {64: 150, 256: 150, 1024: 150, None: None}  # None: one epoch (540 steps)
 
 
 def accuracy(predicted: torch.Tensor, reviews) -> float:
@@ -127,52 +128,81 @@ def fine_tune(name: str, seed: int, examples: int | None, lr: float, work: Path)
 
 
 def capitalisation(work: Path, seeds: int) -> dict:
-    """The token task in the course checkpoint's domain: course against scratch, and two rules."""
+    """The token task in the course checkpoint's domain: course against scratch, and two rules.
+
+    The protocol of #39, as for every small model: at each size the learning rate is swept on seed
+    0 (``recipes.sweep``: chosen by dev F1 of the capitalised words, which a model answering
+    "lower-case" everywhere scores 0 on; ties by dev loss, then the smaller rate; a winner at the
+    grid's edge widens it), the other seeds run at the chosen rate; all the data trains for one
+    epoch (540 steps), the subsets for 150 steps. Each run keeps its test predictions (one 0/1 per
+    test word, in order), so the course-minus-scratch gap gets a paired bootstrap interval over
+    the test sentences (F1 of the summed counts, the seeds averaged) and a permutation p-value.
+    """
     tok = BertTokenizer.from_pretrained(assets.course_checkpoint())
     task = tasks.get("capitalisation")
     data = task.datasets(tok, 64, None, 0)
-    train = data[0]
-    rows: dict = {"rules": task.baseline_scores(data, tok)}
+    train, gold = data[0], task.gold(data[2])  # gold: one list of 0/1 per test sentence
+    rows: dict = {"rules": task.baseline_scores(data, tok), "protocol": capitalisation.__doc__}
+    counts: dict = {}  # (name, size) -> (seeds, sentences, 3) counts of (tp, fp, fn)
     for name in ("scratch", "course"):
         for examples, steps in CAPITALISATION.items():
-            runs = []
-            for seed in range(seeds):
-                result = finetune(
-                    work / f"caps-{name}-{seed}-{examples}",
-                    model="course",
-                    task="capitalisation",
-                    scratch=name == "scratch",
-                    steps=steps,
-                    lr=CAPITALISATION_LR,
-                    max_length=64,
-                    train_examples=examples,
-                    seed=seed,
-                    progress=False,
-                    overwrite=True,
-                    evaluations=SUBSET_EVALUATIONS,
-                )
-                runs.append(
-                    {
-                        "seed": seed,
-                        "sentences": examples or len(train),
-                        "steps": steps,
-                        "test_accuracy": result.test["accuracy"],
-                        "test_f1": result.test["f1"],
-                        "seconds": round(result.seconds, 1),
-                    }
-                )
+            size = str(examples or "all")
+            options = dict(model="course", task="capitalisation", scratch=name == "scratch",
+                           max_length=64, train_examples=examples, progress=False,
+                           overwrite=True, evaluations=SUBSET_EVALUATIONS,
+                           **({"steps": steps} if steps else {"epochs": 1}))  # fmt: skip
+            swept = recipes.sweep(work / f"caps-{name}-{size}", SWEEP, seed=0, **options)
+            lr = swept.chosen.lr
+            results = [swept.chosen.result] + [
+                finetune(work / f"caps-{name}-{size}-{seed}", lr=lr, seed=seed, **options)
+                for seed in range(1, seeds)
+            ]
+            runs = [
+                {
+                    "seed": seed,
+                    "sentences": examples or len(train),
+                    "steps": r.history[-1]["step"] if r.history else steps,
+                    "lr": lr,
+                    "test_accuracy": r.test["accuracy"],
+                    "test_f1": r.test["f1"],
+                    "dev_f1": r.selection["value"],
+                    "seconds": round(r.seconds, 1),
+                    "test_predictions": "".join(str(p) for s in r.test["predictions"] for p in s),
+                }
+                for seed, r in enumerate(results)
+            ]
+            counts[name, size] = [word_counts(gold, r.test["predictions"]) for r in results]
             f1 = [r["test_f1"] for r in runs]
-            row = rows.setdefault(name, {})[str(examples or "all")] = {
+            row = rows.setdefault(name, {})[size] = {
                 **summary(runs),
                 "f1_mean": statistics.mean(f1),
                 "f1_std": statistics.stdev(f1) if len(f1) > 1 else 0.0,
+                "lr": lr,
+                "sweep": swept.as_dict(),
             }
-            print(
-                f"capitalisation, {name}, {examples or 'all'} sentences: word accuracy "
-                f"{row['mean']:.1%}, F1 {row['f1_mean']:.3f}",
-                flush=True,
-            )
+            print(f"capitalisation, {name}, {size} sentences: lr {lr:g} (chosen on dev F1), word "
+                  f"accuracy {row['mean']:.1%}, F1 {row['f1_mean']:.3f}", flush=True)  # fmt: skip
+    for size in rows["course"]:
+        diff, low, high = finetuning.paired_bootstrap_f1(
+            counts["scratch", size], counts["course", size]
+        )
+        p = finetuning.paired_permutation_test_f1(counts["scratch", size], counts["course", size])
+        rows.setdefault("course_minus_scratch", {})[size] = {
+            "f1": diff, "low": low, "high": high, "p": p, "sentences": len(gold),
+        }  # fmt: skip
+        print(f"capitalisation, {size} sentences: course - scratch F1 {diff:+.3f} "
+              f"[{low:+.3f}, {high:+.3f}], p {p:.3g}", flush=True)  # fmt: skip
     return rows
+
+
+def word_counts(gold: list, predicted: list) -> list[list[int]]:
+    """(tp, fp, fn) of label 1 (capitalised) in each test sentence."""
+    out = []
+    for labels, guesses in zip(gold, predicted, strict=True):
+        pairs = list(zip(labels, guesses, strict=True))
+        out.append([sum(y == p == 1 for y, p in pairs), sum(p == 1 != y for y, p in pairs),
+                    sum(y == 1 != p for y, p in pairs)])  # fmt: skip
+    return out
 
 
 def starting_point(name: str, examples: int | None, seeds: int, work: Path) -> dict:

@@ -33,6 +33,8 @@ __all__ = [
     "f1_score",
     "fit_logistic_regression",
     "paired_bootstrap",
+    "paired_bootstrap_f1",
+    "paired_permutation_test_f1",
     "paired_sign_flip_test",
     "predict",
     "scores",
@@ -220,6 +222,59 @@ def paired_sign_flip_test(a: Sequence, b: Sequence, resamples: int = 10000, seed
     signs = torch.randint(2, (resamples, gaps.numel()), generator=g, dtype=torch.float64) * 2 - 1
     observed = abs(float(gaps.mean()))
     extreme = int(((signs * gaps).mean(1).abs() >= observed - 1e-12).sum())
+    return (extreme + 1) / (resamples + 1)
+
+
+def _f1_of_counts(counts: torch.Tensor) -> torch.Tensor:
+    """F1 from summed (..., 3) counts of (true positives, false positives, false negatives)."""
+    tp, fp, fn = counts.unbind(-1)
+    denominator = 2 * tp + fp + fn
+    return torch.where(denominator > 0, 2 * tp / denominator.clamp(min=1), torch.zeros_like(tp))
+
+
+def paired_bootstrap_f1(
+    a: Sequence, b: Sequence, resamples: int = 2000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float, float]:
+    """F1(b) - F1(a) and its percentile bootstrap interval, for a measure that is not a mean of
+    per-item scores: a, b are (seeds, items, 3) counts of (tp, fp, fn) per test item (a sentence's
+    words, say). Each resample draws items with replacement; each seed's F1 is computed on the
+    summed counts of the drawn items, and the seeds' F1 averaged. Returns (difference, low, high)."""
+    if resamples < 100 or not 0 < level < 1:
+        raise ValueError(f"resamples must be >= 100 and level in (0, 1), got {resamples} and {level}")  # fmt: skip
+    a, b = (torch.as_tensor(x, dtype=torch.float64) for x in (a, b))
+    if a.shape != b.shape or a.dim() != 3 or a.shape[-1] != 3:
+        raise ValueError(f"a and b must both be (seeds, items, 3) counts, got {tuple(a.shape)} and {tuple(b.shape)}")  # fmt: skip
+    n = a.shape[1]
+    g = torch.Generator().manual_seed(seed)
+    picks = torch.randint(n, (resamples, n), generator=g)  # (resamples, items)
+    gaps = _f1_of_counts(b[:, picks].sum(2)) - _f1_of_counts(
+        a[:, picks].sum(2)
+    )  # (seeds, resamples)
+    tail = (1 - level) / 2
+    qs = torch.tensor([tail, 1 - tail], dtype=torch.float64)
+    low, high = torch.quantile(gaps.mean(0), qs).tolist()
+    observed = _f1_of_counts(b.sum(1)) - _f1_of_counts(a.sum(1))  # (seeds,)
+    return float(observed.mean()), low, high
+
+
+def paired_permutation_test_f1(
+    a: Sequence, b: Sequence, resamples: int = 10000, seed: int = 0
+) -> float:
+    """Two-sided p-value for "a and b have the same F1" (counts as in paired_bootstrap_f1): each
+    item's two sets of counts are swapped between a and b at random (the same swap for every
+    seed); the share of swaps whose mean F1 gap is at least as far from 0 as the observed one
+    (counting the observed one, so never 0)."""
+    a, b = (torch.as_tensor(x, dtype=torch.float64) for x in (a, b))
+    if a.shape != b.shape or a.dim() != 3 or a.shape[-1] != 3:
+        raise ValueError(f"a and b must both be (seeds, items, 3) counts, got {tuple(a.shape)} and {tuple(b.shape)}")  # fmt: skip
+    observed = abs(float((_f1_of_counts(b.sum(1)) - _f1_of_counts(a.sum(1))).mean()))
+    g = torch.Generator().manual_seed(seed)
+    extreme = 0
+    for chunk in range(0, resamples, 500):  # (swaps, seeds, items, 3) in chunks: bounded memory
+        swap = torch.randint(2, (min(500, resamples - chunk), 1, a.shape[1], 1), generator=g).bool()
+        a_swapped, b_swapped = torch.where(swap, b, a), torch.where(swap, a, b)
+        gaps = (_f1_of_counts(b_swapped.sum(2)) - _f1_of_counts(a_swapped.sum(2))).mean(1)
+        extreme += int((gaps.abs() >= observed - 1e-12).sum())
     return (extreme + 1) / (resamples + 1)
 
 

@@ -290,3 +290,24 @@ def test_the_paired_bootstrap_on_known_cases():
     assert finetuning.paired_bootstrap(runs, runs, resamples=200)[1:] == (0.0, 0.0)
     with pytest.raises(ValueError, match="alike"):
         finetuning.paired_bootstrap([1, 0, 1], [1, 0])
+
+
+def test_the_paired_bootstrap_of_f1_on_known_cases():
+    """F1 from summed counts (not a mean of per-item F1), seeds averaged; interval and p-value."""
+    same = [[[1, 0, 1]] * 200]  # one seed, 200 items of tp 1, fp 0, fn 1: F1 2/3
+    assert finetuning.paired_bootstrap_f1(same, same) == (0.0, 0.0, 0.0)
+    assert finetuning.paired_permutation_test_f1(same, same, resamples=200) == 1.0
+    better = [[[2, 0, 0]] * 200]  # the same positives all found: F1 1
+    diff, low, high = finetuning.paired_bootstrap_f1(same, better, resamples=500)
+    assert diff == pytest.approx(1 / 3) and low == pytest.approx(1 / 3) == pytest.approx(high)
+    assert finetuning.paired_permutation_test_f1(same, better, resamples=500) < 0.01
+    # F1 of the sums: 10 items with tp 1 and 10 with fn 1 give 2*10/(20+10) = 2/3, not the
+    # mean per-item F1 (1/2)
+    mixed = [[[1, 0, 0]] * 10 + [[0, 0, 1]] * 10]
+    missed = [[[0, 0, 1]] * 20]  # F1 0
+    assert finetuning.paired_bootstrap_f1(missed, mixed)[0] == pytest.approx(2 / 3)
+    # two seeds: their F1 gaps (+1/3 and 0) averaged
+    two = finetuning.paired_bootstrap_f1([same[0], same[0]], [better[0], same[0]], resamples=200)
+    assert two[0] == pytest.approx(1 / 6)
+    with pytest.raises(ValueError, match="seeds, items, 3"):
+        finetuning.paired_bootstrap_f1([[1, 0, 1]], [[1, 0, 1]])
