@@ -250,6 +250,46 @@ def test_the_course_maps_minutes_are_the_measured_run_times():
         )
 
 
+def test_the_sizing_table_counts_cores_and_memory_for_a_class():
+    """lessons.sizing_table: students per core within the window, per GB, what a class needs,
+    and the cells over the run-ahead threshold, from a notebook_resources.json-shaped dict."""
+    from minibert.teaching import lessons
+
+    measured = {
+        "notebooks": {
+            "00_start_here.ipynb": {"cpu_s": 6.0, "peak_rss_mb": 512, "cells_s": {"3": 2.0}},
+            "06_fine_tuning.ipynb": {
+                "cpu_s": 300.0,
+                "peak_rss_mb": 2048,
+                "cells_s": {"5": 95.0, "7": 19.9, "13": 40.0},
+            },
+        },  # fmt: skip
+        "machine": {"processor": "x86_64", "cpus": 2, "memory_gb": 24},
+        "date": "2026-11-26",
+    }
+    rows = lessons.sizing_table(measured, students=60, window_s=600).splitlines()
+    assert rows[2] == "| 00 Start here | 512 MB | 6 | 100.0 | 2.0 | 1 core, 30 GB | 128 | none |"
+    assert rows[3] == (  # 16 cores: 32 students within 10 minutes; 64 GB: 32 of 2 GB
+        "| 06 Fine-tuning | 2,048 MB | 300 | 2.0 | 0.5 | 30 cores, 120 GB | 32 "
+        "| [5] (95 s), [13] (40 s) |"
+    )
+    assert "x86_64, 2 CPUs, 24 GB" in rows[-1]
+
+
+def test_the_guides_sizing_table_is_the_measured_one():
+    """docs/teaching.md's shared-server table is lessons.sizing_table of the committed
+    measurements (python benchmarks/notebook_resources.py), with a row for every lesson."""
+    from minibert.teaching import lessons
+
+    path = ROOT / "benchmarks" / "results" / "notebook_resources.json"
+    measured = json.loads(path.read_text())
+    assert sorted(measured["notebooks"]) == sorted(lesson.notebook for lesson in lessons.LESSONS)
+    guide = (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")
+    start = guide.index("\n", guide.index("<!-- sizing table:")) + 1
+    table = guide[start : guide.index("<!-- end of the sizing table -->")]
+    assert table.strip() == lessons.sizing_table(measured).strip()
+
+
 def test_every_module_is_reachable_as_an_attribute():
     import minibert
 

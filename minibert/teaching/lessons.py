@@ -7,6 +7,7 @@ writes them without the exercises' solutions (``student_edition``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -98,4 +99,52 @@ def course_map(folder: str = "notebooks/") -> str:
         minutes = f"{lesson.minutes:g}"
         link = f"[{lesson.number} {lesson.title}]({folder}{lesson.notebook})"
         lines.append(f"| {link} | {lesson.teaches} | {minutes} |")
+    return "\n".join(lines)
+
+
+def sizing_table(
+    measured: dict,
+    students: int = 60,
+    window_s: float = 600,
+    run_ahead_s: float = 20,
+    server: tuple[int, int] = (16, 64),
+) -> str:
+    """The teacher's guide's table for a shared server, from notebook_resources.json.
+
+    Per lesson: a student's peak memory (the kernel and its children) and CPU seconds for the
+    whole notebook; students per core when everyone runs it top to bottom within window_s;
+    students per GB; what a class of `students` needs; how many students a server of
+    server = (cores, GB) holds by both counts; the cells taking run_ahead_s or more, by their
+    number in the stored notebook.
+    """
+    rows = measured["notebooks"]
+    lines = [
+        "| lesson | peak memory per student | CPU seconds per student | students per core "
+        f"(everyone within {window_s / 60:g} minutes) | students per GB | a class of {students} "
+        f"needs | students on {server[0]} cores and {server[1]} GB | cells to run ahead "
+        f"([n], {run_ahead_s:g} s or more) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for lesson in LESSONS:
+        row = rows.get(lesson.notebook)
+        if row is None:
+            continue
+        cpu, mb = row["cpu_s"], row["peak_rss_mb"]
+        cores = math.ceil(students * cpu / window_s)
+        memory = math.ceil(students * mb / 1024)
+        fit = min(math.floor(server[0] * window_s / cpu), math.floor(server[1] * 1024 / mb))
+        slow = [f"[{i}] ({s:.0f} s)" for i, s in row["cells_s"].items() if s >= run_ahead_s]
+        lines.append(
+            f"| {lesson.number} {lesson.title} | {mb:,} MB | {cpu:.0f} | {window_s / cpu:.1f} "
+            f"| {1024 / mb:.1f} | {cores} core{'s' * (cores != 1)}, {memory} GB | {fit} "
+            f"| {', '.join(slow) or 'none'} |"
+        )
+    machine = measured.get("machine", {})
+    lines.append("")
+    lines.append(
+        f"Measured by `python benchmarks/notebook_resources.py` on {measured.get('date', '?')}: "
+        f"{machine.get('processor', '?')}, {machine.get('cpus', '?')} CPUs, "
+        f"{machine.get('memory_gb', '?')} GB, Python {machine.get('python', '?')}, "
+        f"torch {machine.get('torch', '?')}; each notebook alone in a fresh kernel."
+    )
     return "\n".join(lines)
