@@ -60,13 +60,13 @@ LESSONS: tuple[Lesson, ...] = (
         "05_next_sentence_prediction.ipynb",
         "Next sentence prediction",
         "why a sentence-level task; [CLS], the pooler and the NSP head by hand; pairs three ways (d2l's single sentences, Google's segments with negatives from another article, ALBERT's swapped segments) with their statistics; the NSP loss, why both labels must count (the ignore_index bug), the label conventions; what NSP learns: a TF-IDF topic rule and the course checkpoint on NSP and on sentence order, [CLS] attention across segments; NSP vs SOP trained live; the published evidence (BERT, RoBERTa, ALBERT)",
-        1.5,
+        2.0,
     ),
     Lesson(
         "06_fine_tuning.ipynb",
         "Fine-tuning",
         "what is pretrained, what is new, why a small learning rate; the classification head and one AdamW step by hand; baselines first (majority, bag of words); MiniLM fine-tuned live; the confusion matrix, negation and mixed reviews, which words matter (attention vs gradient x input vs occlusion); the fine-tuning loop written by hand and checked against the package's; a learning rate that is too high",
-        1.5,
+        3.0,
     ),
     Lesson(
         "07_tagging_pairs_and_spans.ipynb",
