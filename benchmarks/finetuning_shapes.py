@@ -4,22 +4,30 @@ of the course checkpoint's size, at several training sizes, beside the task's ba
 
     python benchmarks/finetuning_shapes.py                       # everything (hours on 2 cores)
     python benchmarks/finetuning_shapes.py --tasks wiki-qa --models minilm --sizes all
-    nohup python benchmarks/finetuning_shapes.py > shapes.log &  # resumable: runs done are kept
+    python benchmarks/finetuning_shapes.py --tasks wiki-qa --models minilm --sizes all --epochs 3 10 30
+    python benchmarks/finetuning_shapes.py --jobs 8              # cells side by side (a GPU)
+    python benchmarks/finetuning_shapes.py --report              # the table from the runs kept
 
-Protocol: for each task, model and training size, the learning rate is chosen on dev with seed 0
-(the task's own dev measure: span F1, balanced accuracy, exact spans in the windows that hold the
-answer; the evaluation kept within a run is chosen by the same measure), then seeds 1 and 2 run at
-that rate; test never chooses anything. Each run is written to benchmarks/results/
-finetuning_shapes.json as soon as it ends, and a run already there is not run again, so an
-interrupted benchmark resumes. The baselines are scored on the same test items. The figure
-finetuning_shapes.png draws each task's test score against the training size.
+Protocol: for each task, model, training size and number of epochs, the learning rate is chosen on
+dev with seed 0 by ``recipes.choose_lr`` (the task's own dev measure: span F1, balanced accuracy,
+exact spans in the windows that hold the answer; a tie broken by the lower dev loss; a rate at the
+grid's edge widens the grid, at most twice), then seeds 1 and 2 run at that rate; the evaluation
+kept within a run is chosen by the same measure; test never chooses anything. A subset of the
+training items is drawn afresh for each seed. Each run is written to the cache folder as soon as it
+ends (``--cache``, one file per run) and gathered into benchmarks/results/finetuning_shapes.json,
+and a run already there is not run again, so an interrupted benchmark resumes. The baselines are
+scored on the same test items. ``--report`` adds the paired intervals (test items resampled, seeds
+averaged) and draws finetuning_shapes.png: each task's test score against the training size.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
 import platform
+import shutil
 import statistics
 import tempfile
 import time
@@ -28,60 +36,109 @@ from pathlib import Path
 import torch
 
 from minibert import assets, recipes, tasks
+from minibert.recipes.sweep_recipe import Trial, choose_lr
 from minibert.tokenization import BertTokenizer
 
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT = RESULTS / "finetuning_shapes.json"
-MODELS = {"minilm": ("minilm", False), "course": ("course", False), "scratch": ("course", True)}
-RATES = {"minilm": (3e-5, 1e-4), "course": (3e-4, 1e-3, 3e-3), "scratch": (3e-4, 1e-3, 3e-3)}
+CACHE = Path("runs") / "finetuning_shapes"  # one file per run (ignored by git)
+MODELS = {"minilm": ("minilm", False), "course": ("course", False), "scratch": ("course", True),
+          "course-reviews": ("course-reviews", False), "minilm-scratch": ("minilm", True)}  # fmt: skip
+RATES = {"minilm": (3e-5, 1e-4), "course": (3e-4, 1e-3, 3e-3), "scratch": (3e-4, 1e-3, 3e-3),
+         "course-reviews": (3e-4, 1e-3, 3e-3), "minilm-scratch": (1e-4, 3e-4)}  # fmt: skip
 HEADLINE = {"wiki-mentions": "f1", "wiki-qnli": "accuracy", "wiki-qa": "f1"}  # test's number
 SIZES = {"wiki-mentions": (64, 256, 1024, None), "wiki-qnli": (64, 256, None),
-         "wiki-qa": (64, 256, None)}  # fmt: skip
-EPOCHS, SMALL_STEPS = 3, 100  # a small subset still gets this many steps (more epochs)
+         "wiki-qa": (64, 256, None)}  # fmt: skip  # wiki-qnli's sizes count questions (592)
+EPOCHS, SMALL_STEPS, BATCH = 3, 100, 16  # a small subset still gets this many steps (more epochs)
 
 
-def run_key(task: str, model: str, size: int | None, lr: float, seed: int) -> str:
-    return f"{task}/{model}/{size or 'all'}/{lr:g}/{seed}"
+def run_key(task: str, model: str, size: int | None, lr: float, seed: int, epochs: int) -> str:
+    extra = "" if epochs == EPOCHS else f"/{epochs}ep"
+    return f"{task}/{model}/{size or 'all'}/{lr:g}/{seed}{extra}"
 
 
-def fine_tune(task: str, model: str, size: int | None, lr: float, seed: int, work: Path) -> dict:
-    """One run: the kept evaluation's dev measure, its test scores, its time."""
+def row_key(model: str, epochs: int) -> str:
+    return model if epochs == EPOCHS else f"{model}, {epochs} epochs"
+
+
+def fine_tune(task: str, model: str, size: int | None, lr: float, seed: int, epochs: int,
+              work: Path) -> dict:  # fmt: skip
+    """One run: the kept evaluation's dev measure and loss, its test scores and predictions."""
     name, scratch = MODELS[model]
-    batch = 16
-    steps = None if size is None else max(SMALL_STEPS, EPOCHS * size // batch)
+    steps = None if size is None else max(SMALL_STEPS, epochs * size // BATCH)
+    folder = work / run_key(task, model, size, lr, seed, epochs).replace("/", "_")
     result = recipes.finetune(
-        work / run_key(task, model, size, lr, seed).replace("/", "_"),
-        model=name, task=task, scratch=scratch, lr=lr, seed=seed, train_examples=size,
-        batch_size=batch, steps=steps, epochs=EPOCHS, evaluations=3, progress=False,
-        overwrite=True,
+        folder, model=name, task=task, scratch=scratch, lr=lr, seed=seed, train_examples=size,
+        batch_size=BATCH, steps=steps, epochs=epochs, evaluations=max(3, min(epochs, 10)),
+        progress=False, overwrite=True,
     )  # fmt: skip
-    test = {k: v for k, v in result.test.items() if k != "predictions"}
+    shutil.rmtree(folder, ignore_errors=True)  # the weights are not kept
+    step = result.selection["step"]
+    kept = next((h for h in result.history if h.get("step") == step and "eval_loss" in h), {})
     return {
         "dev_selection": result.selection["value"],
-        "test": test,
+        "dev_loss": kept.get("eval_loss"),
+        "steps": result.history[-1]["step"] if result.history else None,
+        "kept_step": step,
+        "test": {k: v for k, v in result.test.items() if k != "predictions"},
         "test_predictions": result.test["predictions"],
         "seconds": round(result.seconds, 1),
+        "machine": torch.cuda.get_device_name()
+        if torch.cuda.is_available()
+        else f"{platform.machine()} CPU, {torch.get_num_threads()} threads",
     }
 
 
-def cell(task: str, model: str, size: int | None, seeds: int, work: Path, done: dict) -> dict:
-    """One model at one size: the rate chosen on dev (seed 0), then the other seeds at it."""
+def cell(job: tuple) -> tuple[tuple, dict, dict]:
+    """One model at one size and number of epochs: the rate chosen on dev (seed 0), then the
+    other seeds at it. Returns (job, the table's row, the runs made or found)."""
+    task, model, size, epochs, seeds, cache, work, cached_only = job
+    runs: dict[str, dict] = {}
 
     def get(lr: float, seed: int) -> dict:
-        key = run_key(task, model, size, lr, seed)
-        if key not in done["runs"]:
-            done["runs"][key] = fine_tune(task, model, size, lr, seed, work)
-            OUT.write_text(json.dumps(done, indent=1) + "\n")
-            print(f"{key}: test {HEADLINE[task]} {done['runs'][key]['test'][HEADLINE[task]]:.3f}"
-                  f" ({done['runs'][key]['seconds']:.0f} s)", flush=True)  # fmt: skip
-        return done["runs"][key]
+        key = run_key(task, model, size, lr, seed, epochs)
+        file = cache / (key.replace("/", "_") + ".json")
+        if file.exists():
+            runs[key] = json.loads(file.read_text())
+        elif cached_only:
+            raise LookupError(f"{key} has not run (--cached-only)")
+        else:
+            started = time.perf_counter()
+            runs[key] = fine_tune(task, model, size, lr, seed, epochs, work)
+            runs[key]["wall_seconds"] = round(time.perf_counter() - started, 1)
+            file.write_text(json.dumps(runs[key]) + "\n")
+            print(f"{key}: test {HEADLINE[task]} {runs[key]['test'][HEADLINE[task]]:.3f}"
+                  f" ({runs[key]['wall_seconds']:.0f} s)", flush=True)  # fmt: skip
+        return runs[key]
 
-    sweep = {lr: get(lr, 0) for lr in RATES[model]}
-    lr = max(sweep, key=lambda r: sweep[r]["dev_selection"])  # the first best on a tie
-    runs = [get(lr, seed) for seed in range(seeds)]
-    values = [r["test"][HEADLINE[task]] for r in runs]
-    return {"lr": lr, "mean": statistics.mean(values),
-            "std": statistics.stdev(values) if len(values) > 1 else 0.0, "values": values}  # fmt: skip
+    def trial(lr: float) -> Trial:
+        r = get(lr, 0)
+        loss = r["dev_loss"] if r["dev_loss"] is not None else float("nan")
+        return Trial(lr, r["dev_selection"], loss)
+
+    selection = tasks.get(task).selection
+    swept = choose_lr(trial, RATES[model], measure=selection.name,
+                      higher_is_better=selection.higher_is_better, widen=2)  # fmt: skip
+    lr = swept.chosen.lr
+    values = [get(lr, seed)["test"][HEADLINE[task]] for seed in range(seeds)]
+    row = {"lr": lr, "mean": statistics.mean(values),
+           "std": statistics.stdev(values) if len(values) > 1 else 0.0, "values": values,
+           "sweep": swept.as_dict(), "runs": [run_key(task, model, size, lr, seed, epochs)
+                                              for seed in range(seeds)]}  # fmt: skip
+    return job, row, runs
+
+
+def _cell_or_error(job: tuple) -> tuple[tuple, dict | None, dict]:
+    """cell, with a failure reported (and the other cells left to run) rather than raised."""
+    try:
+        return cell(job)
+    except Exception as error:  # noqa: BLE001 - one broken cell must not stop a night's runs
+        print(f"{job[:4]} failed: {type(error).__name__}: {error}", flush=True)
+        return job, None, {}
+
+
+def _worker_init(threads: int) -> None:
+    torch.set_num_threads(threads)
 
 
 def baselines(task_name: str) -> dict:
@@ -92,30 +149,196 @@ def baselines(task_name: str) -> dict:
     return {n: s[HEADLINE[task_name]] for n, s in task.baseline_scores(data, tok).items()}
 
 
+def gather(cache: Path) -> dict:
+    """The results file, with every run in the cache folder added to its runs."""
+    done = json.loads(OUT.read_text()) if OUT.exists() else {"runs": {}, "table": {}}
+    for file in sorted(cache.glob("*.json")) if cache.exists() else []:
+        key = file.stem.replace("_", "/")
+        done["runs"].setdefault(key, json.loads(file.read_text()))
+    return done
+
+
+def save(done: dict) -> None:
+    """Write the results file, a run per line: every run's measures, and the test predictions
+    of the runs in the table (the paired statistics need them; the cache keeps the others')."""
+    kept = {key for rows in done.get("table", {}).values() for row in rows.values()
+            for cell in row.values() if isinstance(cell, dict) for key in cell.get("runs", ())}  # fmt: skip
+    runs = {key: run if key in kept else {k: v for k, v in run.items() if k != "test_predictions"}
+            for key, run in sorted(done["runs"].items())}  # fmt: skip
+    head = json.dumps({k: v for k, v in done.items() if k != "runs"}, indent=1)
+    lines = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v, separators=(',', ':'))}"
+                       for k, v in runs.items())  # fmt: skip
+    OUT.write_text(head[:-1].rstrip() + ',\n "runs": {\n' + lines + "\n }\n}\n")
+
+
 def main() -> None:
+    global OUT
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", nargs="*", default=list(HEADLINE), choices=list(HEADLINE))
-    parser.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--models", nargs="*", default=["minilm", "course", "scratch"],
+                        choices=list(MODELS))  # fmt: skip
     parser.add_argument("--sizes", nargs="*", default=None, help="training sizes ('all')")
+    parser.add_argument("--epochs", nargs="*", type=int, default=[EPOCHS])
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=1, help="cells run side by side")
+    parser.add_argument("--cache", type=Path, default=CACHE, help="one file per run")
+    parser.add_argument("--out", type=Path, default=OUT, help="the results file")
+    parser.add_argument("--report", action="store_true", help="the table and figure only")
+    parser.add_argument("--cached-only", action="store_true",
+                        help="the table's rows from the runs in the cache; nothing runs")  # fmt: skip
     args = parser.parse_args()
-    done = json.loads(OUT.read_text()) if OUT.exists() else {"runs": {}}
-    done["machine"] = f"{platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}"  # fmt: skip
+    OUT = args.out
+    args.cache.mkdir(parents=True, exist_ok=True)
+    done = gather(args.cache)
+    if args.report:
+        return report(done)
+    device = "cuda" if torch.cuda.is_available() else platform.machine()
+    done["machine"] = done.get("machine") if args.cached_only else (f"{torch.cuda.get_device_name() if torch.cuda.is_available() else device}"
+                       f", {args.jobs} job(s), torch {torch.__version__}")  # fmt: skip
     table = done.setdefault("table", {})
-    with tempfile.TemporaryDirectory() as tmp:
-        for task in args.tasks:
-            table.setdefault(task, {})["baselines"] = baselines(task)
-            sizes = SIZES[task] if args.sizes is None else [
-                None if s == "all" else int(s) for s in args.sizes]  # fmt: skip
+    for task in args.tasks:
+        table.setdefault(task, {})["baselines"] = baselines(task)
+    jobs = []
+    work = Path(tempfile.mkdtemp())
+    for task in args.tasks:
+        sizes = SIZES[task] if args.sizes is None else [
+            None if s == "all" else int(s) for s in args.sizes]  # fmt: skip
+        for epochs in args.epochs:
             for model in args.models:
                 for size in sizes:
-                    started = time.perf_counter()
-                    row = cell(task, model, size, args.seeds, Path(tmp), done)
-                    table[task].setdefault(model, {})[str(size or "all")] = row
-                    OUT.write_text(json.dumps(done, indent=1) + "\n")
-                    print(f"{task} {model} {size or 'all'}: {row['mean']:.3f} +- {row['std']:.3f}"
-                          f" (lr {row['lr']:g}, {time.perf_counter() - started:.0f} s)", flush=True)  # fmt: skip
-    plot(done, RESULTS / "finetuning_shapes.png")
+                    jobs.append((task, model, size, epochs, args.seeds, args.cache, work,
+                                 args.cached_only))  # fmt: skip
+    jobs.sort(key=lambda j: (-(j[2] or 10**9) * j[3], j[0] != "wiki-mentions"))  # longest first
+    threads = max(1, (os.cpu_count() or 2) // args.jobs)
+    pool = (multiprocessing.get_context("spawn").Pool(args.jobs, _worker_init, (threads,))
+            if args.jobs > 1 else None)  # fmt: skip
+    results = pool.imap_unordered(_cell_or_error, jobs) if pool else map(_cell_or_error, jobs)
+    started = time.perf_counter()
+    for (task, model, size, epochs, *_), row, runs in results:
+        done["runs"].update(runs)
+        if row is not None:
+            table[task].setdefault(row_key(model, epochs), {})[str(size or "all")] = row
+            print(f"{task} {row_key(model, epochs)} {size or 'all'}: {row['mean']:.3f} +- "
+                  f"{row['std']:.3f} (lr {row['lr']:g}; {time.perf_counter() - started:.0f} s in)",
+                  flush=True)  # fmt: skip
+        save(done)
+    if pool:
+        pool.close()
+    shutil.rmtree(work, ignore_errors=True)
+    report(done)
+
+
+ORDER = ("64", "256", "1024", "all")
+
+
+def _gold_and_baselines(task_name: str, model: str) -> tuple[list, dict[str, list]]:
+    """The test items' gold answers as the model's tokenizer cuts them, and each baseline's
+    predictions on them."""
+    from minibert.recipes.shared import model_folder
+
+    task = tasks.get(task_name)
+    tok = BertTokenizer.from_pretrained(model_folder(MODELS[model][0]))
+    data = task.datasets(tok, task.max_length, None, 0)
+    predicted = {b.name: b.predict(*data, tok) for b in task.baselines}
+    return task.gold(data[2]), predicted
+
+
+def per_item(task: str, gold: list, predictions: list) -> list:
+    """What the paired statistics resample: a 0/1 or an F1 per test item, or (tp, fp, fn)."""
+    from minibert import squad
+    from minibert.tasks.mentions import span_counts
+
+    if task == "wiki-mentions":
+        return [list(span_counts([g], [p])) for g, p in zip(gold, predictions)]
+    if task == "wiki-qa":
+        return [squad.f1(p or "", g) for g, p in zip(gold, predictions)]  # in [0, 1]
+    return [float(g == p) for g, p in zip(gold, predictions)]
+
+
+def paired(task: str, a: list, b: list) -> dict:
+    """b - a with its 95% paired bootstrap interval and a paired test (a, b: seeds x items)."""
+    from minibert import finetuning
+
+    if task == "wiki-mentions":
+        gap, low, high = finetuning.paired_bootstrap_f1(a, b)
+        p = finetuning.paired_permutation_test_f1(a, b)
+    else:
+        gap, low, high = finetuning.paired_bootstrap(a, b)
+        p = finetuning.paired_sign_flip_test(a, b)
+    scale = 100 if task == "wiki-qa" else 1  # in the table's unit (SQuAD: percent)
+    return {"difference": gap * scale, "low": low * scale, "high": high * scale, "p": p}
+
+
+class _TestItems:
+    """Per-item test scores of a task's rows (seeds x items), the gold and baselines read once
+    per tokenizer."""
+
+    def __init__(self, done: dict, task: str):
+        self.done, self.task, self.gold, self.baselines = done, task, {}, {}
+
+    def _read(self, model: str) -> None:
+        if model not in self.gold:
+            self.gold[model], self.baselines[model] = _gold_and_baselines(self.task, model)
+
+    def row(self, model: str, size: str) -> list | None:
+        row = self.done["table"][self.task].get(model, {}).get(size)
+        if row is None:
+            return None
+        self._read(model)
+        keys = [run_key(self.task, model, None if size == "all" else int(size), row["lr"], s,
+                        EPOCHS) for s in range(len(row["values"]))]  # fmt: skip
+        return [per_item(self.task, self.gold[model], self.done["runs"][k]["test_predictions"])
+                for k in keys]  # fmt: skip
+
+    def baseline(self, name: str, seeds: int) -> list:
+        self._read("minilm")
+        return [per_item(self.task, self.gold["minilm"], self.baselines["minilm"][name])] * seeds
+
+
+def intervals(done: dict) -> dict:
+    """For every task and size: course - scratch, minilm - scratch, and minilm - each baseline,
+    paired over the test items with the seeds averaged."""
+    out: dict = {}
+    for task in done.get("table", {}):
+        items = _TestItems(done, task)
+        for size in ORDER:
+            found = {m: items.row(m, size) for m in ("course", "scratch", "minilm")}
+            pairs = {"course - scratch": ("scratch", "course"),
+                     "minilm - scratch": ("scratch", "minilm")}  # fmt: skip
+            for name, (a, b) in pairs.items():
+                if found[a] and found[b] and len(found[a]) == len(found[b]):
+                    out.setdefault(task, {}).setdefault(size, {})[name] = paired(
+                        task, found[a], found[b]
+                    )
+            if found["minilm"]:
+                for base in done["table"][task].get("baselines", {}):
+                    a = items.baseline(base, len(found["minilm"]))
+                    out.setdefault(task, {}).setdefault(size, {})[f"minilm - {base}"] = paired(
+                        task, a, found["minilm"]
+                    )
+    return out
+
+
+def report(done: dict) -> None:
+    """Print the table (test means, the seeds' spread, chosen rates) and the paired intervals,
+    write them into the results file and draw the figure."""
+    done["intervals"] = intervals(done)
+    for task, rows in done.get("table", {}).items():
+        print(f"\n{task}: test {HEADLINE[task]}, mean of the seeds (sample sd; chosen lr)")
+        for name, value in rows.get("baselines", {}).items():
+            print(f"  {name:<26} {value:8.3f}")
+        for model, by_size in rows.items():
+            if model == "baselines":
+                continue
+            cells = [f"{s}: {by_size[s]['mean']:.3f} ({by_size[s]['std']:.3f}; {by_size[s]['lr']:g})"
+                     for s in ORDER if s in by_size]  # fmt: skip
+            print(f"  {model:<26} " + "   ".join(cells))
+        for size, pairs in done["intervals"].get(task, {}).items():
+            for name, p in pairs.items():
+                print(f"  {size:>4} {name:<28} {p['difference']:+.3f} "
+                      f"[{p['low']:+.3f}, {p['high']:+.3f}] p={p['p']:.4f}")  # fmt: skip
+    save(done)
+    plot(done, OUT.with_suffix(".png"))
 
 
 def plot(done: dict, path: Path) -> None:
@@ -126,18 +349,23 @@ def plot(done: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     table = done["table"]
+    colours = {"minilm": "C0", "course": "C1", "scratch": "C2", "course-reviews": "C5",
+               "minilm-scratch": "C6"}  # fmt: skip
     fig, axes = plt.subplots(1, len(table), figsize=(5 * len(table), 4), squeeze=False)
     for ax, (task, rows) in zip(axes[0], table.items()):
-        for model, by_size in rows.items():
+        for i, (name, value) in enumerate(rows.get("baselines", {}).items()):
+            ax.axhline(value, ls="--", color=f"C{7 + i}", label=name)
+        ticks = [s for s in ORDER if any(s in r for m, r in rows.items() if m != "baselines")]
+        for j, (model, by_size) in enumerate(sorted(rows.items())):
             if model == "baselines":
-                for i, (name, value) in enumerate(by_size.items()):
-                    ax.axhline(value, ls="--", color=f"C{7 + i}", label=name)
                 continue
-            sizes = list(by_size)
-            ax.errorbar(range(len(sizes)), [by_size[s]["mean"] for s in sizes],
-                        yerr=[by_size[s]["std"] for s in sizes], marker="o", label=model)  # fmt: skip
-            ax.set_xticks(range(len(sizes)), sizes)
-        ax.set_title(f"{task}: test {HEADLINE[task]}")
+            sizes = [s for s in ticks if s in by_size]
+            x = [ticks.index(s) + (0.06 * j if "epochs" in model else 0) for s in sizes]
+            ax.errorbar(x, [by_size[s]["mean"] for s in sizes],
+                        yerr=[by_size[s]["std"] for s in sizes], marker="o", label=model,
+                        color=colours.get(model, f"C{3 + j % 2}"), capsize=3)  # fmt: skip
+        ax.set_xticks(range(len(ticks)), ticks)
+        ax.set_title(f"{task}: test {HEADLINE[task]} (bars: sd of 3 seeds)")
         ax.set_xlabel("training items")
         ax.legend(fontsize=8)
     fig.tight_layout()
