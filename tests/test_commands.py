@@ -24,8 +24,8 @@ def _args(task, command: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def folders(tmp_path_factory):
-    """A folder fine-tuned (two steps) on every registered task."""
+def runs(tmp_path_factory):
+    """A run fine-tuned (two steps) on every registered task."""
     root = tmp_path_factory.mktemp("tasks")
     return {
         name: recipes.finetune(
@@ -38,9 +38,40 @@ def folders(tmp_path_factory):
             max_length=96 if tasks.get(name).shape == "span" else 32,  # room for the context
             evaluations=1,
             progress=False,
-        ).folder  # fmt: skip
+        )  # fmt: skip
         for name in tasks.TASKS
     }
+
+
+@pytest.fixture(scope="module")
+def folders(runs):
+    return {name: run.folder for name, run in runs.items()}
+
+
+TEST_SCORES = {  # what `minibert finetune` reports of test, by the task's own names
+    "wiki-qa": "exact match",  # SQuAD's, in percent
+    "wiki-mentions": "span precision",  # CoNLL's
+    "wiki-qnli": "balanced accuracy",
+    "rotten-tomatoes": "balanced accuracy",
+    "capitalisation": "'capitalised': precision",
+    "review-capitalisation": "'capitalised': precision",
+}
+
+
+@pytest.mark.parametrize("name", sorted(tasks.TASKS))
+def test_every_tasks_report_gives_its_test_scores_by_their_names(runs, name):
+    lines = runs[name].report().splitlines()
+    test = next(line for line in lines if line.startswith("test ("))
+    assert TEST_SCORES[name] in test and "F1" in test
+    assert lines[-2].startswith("saved the fine-tuned model")
+
+
+def test_finetune_on_the_span_task_prints_squads_scores(tmp_path, capsys):
+    assert cli.main(["finetune", "--model", "course", "--task", "wiki-qa", "--out",
+                     str(tmp_path / "qa"), "--train-examples", "16", "--steps", "1",
+                     "--batch-size", "16", "--max-length", "96"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "exact match" in out and "(SQuAD v1.1, percent)" in out
 
 
 @pytest.mark.parametrize("name", sorted(tasks.TASKS))

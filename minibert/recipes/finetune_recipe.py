@@ -77,12 +77,7 @@ class FinetuneResult:
             f"kept step {chosen['step']:,}: dev {chosen['measure']} {chosen['value']:.4f}"
             + (ties if chosen["ties"] else "")
         )
-        t = self.test
-        lines.append(
-            f"test ({t['examples']:,} {t['unit']}s): accuracy {t['accuracy']:.4f}, balanced "
-            f"accuracy {t['balanced_accuracy']:.4f}; {t['positive']!r}: precision "
-            f"{t['precision']:.4f}, recall {t['recall']:.4f}, F1 {t['f1']:.4f}"
-        )
+        lines.append(_test_line(self.test))
         lines.append(f"saved the fine-tuned model, tokenizer and results.json to {self.folder}")
         return "\n".join([*lines, f"wall time: {self.seconds:.0f} s"])
 
@@ -90,6 +85,24 @@ class FinetuneResult:
     def evaluations(self) -> list[dict[str, float]]:
         """The history's records that hold a dev evaluation."""
         return [h for h in self.history if any(k.startswith("eval_") for k in h)]
+
+
+def _test_line(t: dict[str, Any]) -> str:
+    """The test scores by the task's names: SQuAD's for a span, CoNLL's for mentions, or a
+    label's (accuracy, balanced accuracy, and precision, recall and F1 of its positive label)."""
+    head = f"test ({t['examples']:,} {t['unit']}s): "
+    if "exact_match" in t:
+        return head + f"exact match {t['exact_match']:.2f}, F1 {t['f1']:.2f} (SQuAD v1.1, percent)"
+    if "balanced_accuracy" not in t:
+        return head + (
+            f"span precision {t['precision']:.4f}, recall {t['recall']:.4f}, F1 {t['f1']:.4f} "
+            f"(CoNLL); per-word accuracy {t['accuracy']:.4f}"
+        )
+    return head + (
+        f"accuracy {t['accuracy']:.4f}, balanced accuracy {t['balanced_accuracy']:.4f}; "
+        f"{t['positive']!r}: precision {t['precision']:.4f}, recall {t['recall']:.4f}, "
+        f"F1 {t['f1']:.4f}"
+    )
 
 
 def default_lr(config: BertConfig) -> float:
