@@ -1,8 +1,12 @@
 """The three shapes beyond one sentence: wiki-mentions (a label per word), wiki-qnli (a sentence
 pair) and wiki-qa (a span of a context), each from MiniLM, the course checkpoint and random weights
-of the course checkpoint's size, at several training sizes, beside the task's baselines.
+of the course checkpoint's size, at several training sizes, beside the task's baselines; and the
+review domain's token and sentence tasks (review-capitalisation, rotten-tomatoes), where the course
+checkpoint continued on review text (course-reviews) joins them: domain crossed with task shape.
 
-    python benchmarks/finetuning_shapes.py                       # everything (hours on 2 cores)
+    python benchmarks/finetuning_shapes.py                       # the three shapes (hours on 2 cores)
+    python benchmarks/finetuning_shapes.py --tasks review-capitalisation rotten-tomatoes \
+        --models course scratch course-reviews --sizes 256 1024
     python benchmarks/finetuning_shapes.py --tasks wiki-qa --models minilm --sizes all
     python benchmarks/finetuning_shapes.py --tasks wiki-qa --models minilm --sizes all --epochs 3 10 30
     python benchmarks/finetuning_shapes.py --jobs 8              # cells side by side (a GPU)
@@ -46,9 +50,12 @@ MODELS = {"minilm": ("minilm", False), "course": ("course", False), "scratch": (
           "course-reviews": ("course-reviews", False), "minilm-scratch": ("minilm", True)}  # fmt: skip
 RATES = {"minilm": (3e-5, 1e-4), "course": (3e-4, 1e-3, 3e-3), "scratch": (3e-4, 1e-3, 3e-3),
          "course-reviews": (3e-4, 1e-3, 3e-3), "minilm-scratch": (1e-4, 3e-4)}  # fmt: skip
-HEADLINE = {"wiki-mentions": "f1", "wiki-qnli": "accuracy", "wiki-qa": "f1"}  # test's number
+HEADLINE = {"wiki-mentions": "f1", "wiki-qnli": "accuracy", "wiki-qa": "f1",
+            "review-capitalisation": "f1", "rotten-tomatoes": "accuracy"}  # test's number  # fmt: skip
+COUNTED = ("review-capitalisation",)  # F1 of a label: paired statistics on per-sentence counts
 SIZES = {"wiki-mentions": (64, 256, 1024, None), "wiki-qnli": (64, 256, None),
-         "wiki-qa": (64, 256, None)}  # fmt: skip  # wiki-qnli's sizes count questions (592)
+         "wiki-qa": (64, 256, None), "review-capitalisation": (64, 256, 1024, None),
+         "rotten-tomatoes": (64, 256, 1024, None)}  # fmt: skip  # wiki-qnli's sizes count questions (592)
 EPOCHS, SMALL_STEPS, BATCH = 3, 100, 16  # a small subset still gets this many steps (more epochs)
 
 
@@ -174,7 +181,7 @@ def save(done: dict) -> None:
 def main() -> None:
     global OUT
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tasks", nargs="*", default=list(HEADLINE), choices=list(HEADLINE))
+    parser.add_argument("--tasks", nargs="*", default=list(HEADLINE)[:3], choices=list(HEADLINE))
     parser.add_argument("--models", nargs="*", default=["minilm", "course", "scratch"],
                         choices=list(MODELS))  # fmt: skip
     parser.add_argument("--sizes", nargs="*", default=None, help="training sizes ('all')")
@@ -250,6 +257,9 @@ def per_item(task: str, gold: list, predictions: list) -> list:
 
     if task == "wiki-mentions":
         return [list(span_counts([g], [p])) for g, p in zip(gold, predictions)]
+    if task in COUNTED:  # F1 of the capitalised words: (tp, fp, fn) per sentence
+        return [[sum(a == b == 1 for a, b in zip(g, p)), sum(a == 0 and b == 1 for a, b in zip(g, p)),
+                 sum(a == 1 and b == 0 for a, b in zip(g, p))] for g, p in zip(gold, predictions)]  # fmt: skip
     if task == "wiki-qa":
         return [squad.f1(p or "", g) for g, p in zip(gold, predictions)]  # in [0, 1]
     return [float(g == p) for g, p in zip(gold, predictions)]
@@ -259,7 +269,7 @@ def paired(task: str, a: list, b: list) -> dict:
     """b - a with its 95% paired bootstrap interval and a paired test (a, b: seeds x items)."""
     from minibert import finetuning
 
-    if task == "wiki-mentions":
+    if task in COUNTED or task == "wiki-mentions":
         gap, low, high = finetuning.paired_bootstrap_f1(a, b)
         p = finetuning.paired_permutation_test_f1(a, b)
     else:
@@ -296,22 +306,22 @@ class _TestItems:
 
 
 def intervals(done: dict) -> dict:
-    """For every task and size: course - scratch, minilm - scratch, and minilm - each baseline,
-    paired over the test items with the seeds averaged."""
+    """For every task and size: each model minus random weights of its size (scratch), and
+    MiniLM minus each baseline, paired over the test items with the seeds averaged."""
     out: dict = {}
-    for task in done.get("table", {}):
+    for task, rows in done.get("table", {}).items():
         items = _TestItems(done, task)
+        models = [m for m in rows if m != "baselines" and "epochs" not in m]
         for size in ORDER:
-            found = {m: items.row(m, size) for m in ("course", "scratch", "minilm")}
-            pairs = {"course - scratch": ("scratch", "course"),
-                     "minilm - scratch": ("scratch", "minilm")}  # fmt: skip
-            for name, (a, b) in pairs.items():
-                if found[a] and found[b] and len(found[a]) == len(found[b]):
-                    out.setdefault(task, {}).setdefault(size, {})[name] = paired(
-                        task, found[a], found[b]
+            found = {m: items.row(m, size) for m in models}
+            scratch = found.get("scratch")
+            for model, b in found.items():
+                if model != "scratch" and b and scratch and len(b) == len(scratch):
+                    out.setdefault(task, {}).setdefault(size, {})[f"{model} - scratch"] = paired(
+                        task, scratch, b
                     )
-            if found["minilm"]:
-                for base in done["table"][task].get("baselines", {}):
+            if found.get("minilm"):
+                for base in rows.get("baselines", {}):
                     a = items.baseline(base, len(found["minilm"]))
                     out.setdefault(task, {}).setdefault(size, {})[f"minilm - {base}"] = paired(
                         task, a, found["minilm"]
@@ -351,8 +361,12 @@ def plot(done: dict, path: Path) -> None:
     table = done["table"]
     colours = {"minilm": "C0", "course": "C1", "scratch": "C2", "course-reviews": "C5",
                "minilm-scratch": "C6"}  # fmt: skip
-    fig, axes = plt.subplots(1, len(table), figsize=(5 * len(table), 4), squeeze=False)
-    for ax, (task, rows) in zip(axes[0], table.items()):
+    columns = min(3, len(table))
+    lines = -(-len(table) // columns)
+    fig, axes = plt.subplots(lines, columns, figsize=(5 * columns, 4 * lines), squeeze=False)
+    for ax in axes.flat[len(table) :]:
+        ax.set_visible(False)
+    for ax, (task, rows) in zip(axes.flat, table.items()):
         for i, (name, value) in enumerate(rows.get("baselines", {}).items()):
             ax.axhline(value, ls="--", color=f"C{7 + i}", label=name)
         ticks = [s for s in ORDER if any(s in r for m, r in rows.items() if m != "baselines")]
