@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from minibert import assets, corpora, recipes
+from minibert import assets, corpora, recipes, tasks
 from minibert.model import BertForPreTraining, BertForSequenceClassification
 from minibert.recipes import outputs
 from minibert.tokenization import BertTokenizer
@@ -63,6 +63,11 @@ def test_finetune_takes_a_measured_learning_rate_per_model_size(tmp_path):
 
     assert recipes.default_lr(BertConfig.from_hf_config(assets.course_checkpoint())) == 1e-3
     assert recipes.default_lr(BertConfig.from_hf_config(assets.path("minilm"))) == 5e-5
+    minilm, course = (BertConfig.from_hf_config(assets.path("minilm")),
+                      BertConfig.from_hf_config(assets.course_checkpoint()))  # fmt: skip
+    assert recipes.default_lr(minilm, tasks.get("wiki-qa")) == 3e-4  # the reader's own, measured
+    assert recipes.default_lr(minilm, tasks.get("wiki-qnli")) == 5e-5
+    assert recipes.default_lr(course, tasks.get("wiki-qa")) == 1e-3
     result = recipes.finetune(
         tmp_path / "rt", model="course", train_examples=64, steps=2, batch_size=32,
         evaluations=1, progress=False,

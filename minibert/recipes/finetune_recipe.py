@@ -105,16 +105,19 @@ def _test_line(t: dict[str, Any]) -> str:
     )
 
 
-def default_lr(config: BertConfig) -> float:
+def default_lr(config: BertConfig, task: tasks.Task | None = None) -> float:
     """finetune's learning rate when none is given: measured per model size on dev.
 
     For the course's small models (hidden size below 384), 1e-3: the course checkpoint and its
     continuation on review text were best on dev there with all the labelled reviews (a sweep of
     1e-4 to 3e-3, one seed: benchmarks/pretraining_candidates.py); the same size from random
     weights was best at 1e-3 with 1,024 examples and at 3e-4 with all. Larger pretrained models
-    (MiniLM, BERT-base) take BERT's small steps, 5e-5.
+    (MiniLM, BERT-base) take BERT's small steps, 5e-5, unless the task names its own rate for
+    them (``Task.large_model_lr``, measured on its dev set: wiki-qa's reader needs larger steps).
     """
-    return SMALL_MODEL_LR if config.hidden_size < 384 else LARGE_MODEL_LR
+    if config.hidden_size < 384:
+        return SMALL_MODEL_LR
+    return LARGE_MODEL_LR if task is None or task.large_model_lr is None else task.large_model_lr
 
 
 @dataclass(kw_only=True)
@@ -128,7 +131,7 @@ class FinetuneOptions:
         notes={
             "steps": "(default: --epochs' worth)",
             "lr": "(default: measured per model size: 1e-3 for the course's small models, 5e-5 "
-                  "for MiniLM and larger)",
+                  "for MiniLM and larger, or the task's own rate for them: 3e-4 on wiki-qa)",
             "eval_every": "(default: after each epoch, at most --evaluations times)",
             "warmup_steps": "(default: --warmup-fraction of the steps)",
         },
@@ -243,7 +246,7 @@ def _finetune_loop(o: FinetuneOptions, config: BertConfig, examples: int) -> Tra
     steps = loop.steps or o.epochs * per_epoch
     filled = {
         "steps": steps,
-        "lr": default_lr(config) if loop.lr is None else loop.lr,
+        "lr": default_lr(config, tasks.get(o.task)) if loop.lr is None else loop.lr,
         "warmup_steps": round(o.warmup_fraction * steps),
         "eval_every": min(max(per_epoch, math.ceil(steps / o.evaluations)), steps),
         "device": str(default_device()),

@@ -239,5 +239,8 @@ WIKI_QA = register(
         ),
         score=_score,
         max_length=256,  # most paragraphs fit one or two windows
+        # MiniLM's reader at BERT's 5e-5 barely moves in 3 epochs (dev window exact match 0.085,
+        # test F1 19.7); the seed-0 sweep chose 3.3e-4 on dev, and 3e-4 gives dev 0.314 (F1 41.0)
+        large_model_lr=3e-4,
     )
 )

@@ -144,6 +144,7 @@ class Task:
     score: Callable[[Task, Sequence, Sequence], dict] = label_scores  # (task, gold, predictions)
     max_length: int = 128  # pieces per example (per window of a long context) by default
     pairs: bool = False  # its input is a pair of texts (segments A and B)
+    large_model_lr: float | None = None  # finetune's default for MiniLM-sized models, if measured
 
     def __post_init__(self) -> None:
         if self.shape not in SHAPES:
