@@ -77,7 +77,7 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson(
         "08_what_pretraining_buys.ipynb",
         "What pretraining buys",
-        "the course checkpoint against random weights where it was pretrained (restoring capitalisation, live and as a labelled-examples curve; an aside: gradient accumulation that counts every labelled word once) and on reviews, where it buys nothing; why, measured (opinion words rare in its Wikipedia text); continued pretraining on the review text live, fill-mask before and after; the committed table and curves (scratch, course, course-reviews, self-pretrained, MiniLM), each at its learning rate chosen on dev; the explanation tested on test snippets grouped by their decisive word; MiniLM as its model card describes it; a summary of the course",
+        "the course checkpoint against random weights where it was pretrained (restoring capitalisation, live and as a labelled-examples curve; an aside: gradient accumulation that counts every labelled word once) and on reviews, where it buys nothing; why, measured (opinion words rare in its Wikipedia text); continued pretraining on the review text live, fill-mask before and after; the committed table and curves (scratch, course, course-reviews, self-pretrained, MiniLM), each at its learning rate chosen on dev; the explanation tested on test snippets grouped by their decisive word; MiniLM as its model card describes it; the course recipe on less of its text; domain crossed with task shape (a label per word and per text in Wikipedia and in reviews, each difference with its 95% interval: the checkpoint helps to label words in both domains and not to label reviews); a summary of the course",
         2.0,
     ),
     Lesson(
