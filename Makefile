@@ -5,6 +5,7 @@
 #                committing outputs; CI does on an AVX-512 machine, see .ci/run)
 #   make student-edition   the notebooks without the exercises' solutions, in student_edition/
 #   make site    the course as a static website in _site/ (works offline; see README)
+#   make slides  one reveal.js deck per lesson in _slides/ (works offline; RISE shows them in the lab)
 #   make sandbox bubblewrap, the assignment grader's sandbox (installed by apt-get as root)
 #   make compat  the set-up and the tests on every Python 3.10-3.13 found (benchmarks/compat.py)
 # Override on the command line, e.g. `make test PYTHON=python3.12` or `make lab TORCH=torch`.
@@ -29,7 +30,7 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.
 KERNEL ?= native
 RUN_AS := $(if $(filter other,$(KERNEL)),env $$($(PY) tests/other_cpu.py),)
 
-.PHONY: lab test unit nbval notebooks assets lint format clean student-edition site sandbox compat
+.PHONY: lab test unit nbval notebooks assets lint format clean student-edition site slides sandbox compat
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -102,6 +103,12 @@ site: $(VENV)/.course
 	$(PY) -c "import myst_nb, nbgrader, jupyter_server_mathjax" 2>/dev/null || $(PY) -m pip install -e ".[course,site]"
 	$(PY) docs/site/build.py _site
 
+# one reveal.js deck per lesson in _slides/, from its student edition and stored outputs (cells'
+# slide types: minibert/teaching/slides.py); opens from disk: open _slides/index.html
+slides: $(VENV)/.course
+	$(PY) -c "import nbgrader, jupyter_server_mathjax, sphinx_revealjs" 2>/dev/null || $(PY) -m pip install -e ".[course,site]"
+	$(PY) -m minibert course slides _slides
+
 lint: $(VENV)/.dev
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
@@ -111,4 +118,4 @@ format: $(VENV)/.dev
 	$(PY) -m ruff format .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis _site build/site-src build/site-doctrees
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis _site _slides build/site-src build/site-doctrees

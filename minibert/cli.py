@@ -4,6 +4,7 @@ minibert fetch all              # the data and the pretrained MiniLM, once, with
 minibert assets list            # what is cached, sizes, licences
 minibert course                 # JupyterLab on the course notebooks
 minibert course student-edition student/   # the notebooks without the exercises' solutions
+minibert course slides _slides/  # one reveal.js deck per lesson, offline
 minibert pretrain --preset tiny --steps 300 --out runs/tiny
 minibert fill-mask runs/tiny "the [MASK] of france is paris ."
 minibert finetune --model minilm --task rotten-tomatoes --out runs/rt
@@ -90,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, help_text, add, run in (
         ("assets", "list, verify, fetch or locate the cached assets", assets_command.add_arguments,
          assets_command.run),
-        ("course", "open the course notebooks in JupyterLab, or write their student edition",
+        ("course", "open the course notebooks in JupyterLab, or write their student edition or slides",
          course.add_arguments, course.run),
         ("assignment", "graded assignments: list them, hand one out (new), grade submissions",
          assignment.add_arguments, assignment.run),

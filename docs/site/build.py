@@ -20,7 +20,6 @@ import sys
 import tempfile
 import time
 import warnings
-from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -174,39 +173,14 @@ def _gather(sources: Path, notebooks: Path) -> None:
     (sources / "api.md").write_text(_api_page(), encoding="utf-8")
 
 
-def _copy_mathjax(out: Path) -> None:
-    """MathJax 2 from the jupyter-server-mathjax package, beside the pages (no CDN)."""
-    import jupyter_server_mathjax
-
-    static = Path(jupyter_server_mathjax.__file__).parent / "static"
-    target = out / "_static" / "mathjax"  # where Sphinx's mathjax_path points
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(static, target, ignore=shutil.ignore_patterns("*.md"))
-    # MathJax's HTML-CSS output declares a font that never loads, MathJax_Blank, as
-    # url('about:blank'): from a page opened from disk Chromium refuses that request with a console
-    # error. local() names a font that is not there either, with no request and no error.
-    config = target / "config" / "TeX-AMS-MML_HTMLorMML-full.js"
-    text = config.read_text(encoding="utf-8")
-    blank = '"font-family":"MathJax_Blank",src:"url(\'about:blank\')"'
-    if blank not in text:
-        raise RuntimeError(f"{config} no longer declares MathJax_Blank as expected")
-    text = text.replace(blank, blank.replace("url('about:blank')", "local('MathJax_Blank')"))
-    # The hidden MathML kept for screen readers names MathJax's TeX web fonts (-WEB) as fallbacks
-    # for script, calligraphic, fraktur and AMS letters; the package ships only STIX-Web, so each
-    # would be a failed request: the system's fonts serve that invisible text instead.
-    text, dropped = re.subn(r'(font-family":"MathJax_\w+), MathJax_[\w-]+-WEB"', r'\1"', text)
-    if not dropped:
-        raise RuntimeError(f"{config} no longer names MathJax's web fonts as expected")
-    config.write_text(text)
-
-
 def build(out: Path, sources: Path = SOURCES, notebooks: Path = ROOT / "notebooks") -> float:
     """Build the site into out/; return the seconds it took.
 
     The site is built in a new folder beside out/ and then takes its place, so no page of an
     older build is left behind; files in out/ that no build wrote (a CNAME) are kept. A folder
     that holds other things and no site is refused before anything is built."""
+    from minibert.teaching import offline
+
     start = time.perf_counter()
     _check_target(out)
     for notebook in sorted(notebooks.glob("*.ipynb")):
@@ -222,7 +196,7 @@ def build(out: Path, sources: Path = SOURCES, notebooks: Path = ROOT / "notebook
         )  # fmt: skip
         if done.returncode != 0:
             raise RuntimeError(f"sphinx-build failed:\n{done.stderr[-4000:]}")
-        _copy_mathjax(new)
+        offline.copy_mathjax(new / "_static" / "mathjax")  # where Sphinx's mathjax_path points
         for notebook in (sources / "student").glob("*.ipynb"):  # each page's download link
             shutil.copy(notebook, new / "notebooks" / notebook.name)
         (new / ".nojekyll").write_text("")  # GitHub Pages: serve _static/ as it is
@@ -300,48 +274,21 @@ def _swap_in(new: Path, out: Path) -> None:
 PAGES = ["index.html", "teaching.html", "data.html", "api.html", "search.html"]
 
 
-class _Links(HTMLParser):
-    """Every resource a page loads (src, stylesheet href) and every link it follows (a href)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.loads: list[str] = []
-        self.follows: list[str] = []
-        self.ids: set[str] = set()
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        if a.get("id"):
-            self.ids.add(a["id"])
-        if tag in ("img", "script", "iframe", "source", "embed", "audio", "video") and a.get("src"):
-            self.loads.append(a["src"])
-        elif tag == "link" and a.get("href"):
-            self.loads.append(a["href"])
-        elif tag == "a" and a.get("href"):
-            self.follows.append(a["href"])
-
-
 def check(out: Path) -> list[str]:
     """What is wrong with the built site in out/: missing pages, files, anchors; outside requests."""
-    from minibert.teaching import lessons
+    from minibert.teaching import lessons, offline
 
     problems = []
     expected = PAGES + [f"notebooks/{Path(x.notebook).stem}.html" for x in lessons.LESSONS]
     problems += [f"missing page {page}" for page in expected if not (out / page).is_file()]
     parsed = {}
     for page in sorted(out.rglob("*.html")):
-        links = _Links()
+        links = offline.Links()
         links.feed(page.read_text(encoding="utf-8"))
         parsed[page.resolve()] = links
     for page, links in parsed.items():
         name = page.relative_to(out.resolve())
-        for url in links.loads:
-            if re.match(r"(https?:)?//", url):
-                problems.append(f"{name} loads {url} from another host")
-            elif url.startswith(("data:", "#")):
-                continue  # inside the page
-            elif not (page.parent / unquote(url.split("?")[0])).exists():
-                problems.append(f"{name} loads a missing file {url}")
+        problems += offline.load_problems(page, links, str(name))
         for url in links.follows:
             if re.match(r"(https?:|mailto:)", url):
                 continue  # a link to another site: followed only if the reader clicks it

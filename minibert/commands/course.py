@@ -1,9 +1,10 @@
-"""``minibert course``: JupyterLab on the course notebooks, or their student edition (the
-teaching kit's ``lessons`` and ``student_edition``)."""
+"""``minibert course``: JupyterLab on the course notebooks, their student edition, or their slide
+decks (the teaching kit's ``lessons``, ``student_edition`` and ``slides``)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -16,12 +17,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "minibert course: JupyterLab on the notebooks. minibert course student-edition OUT: the "
         "notebooks without the exercises' solutions (needs nbgrader: pip install "
-        "'minibert[teach]')."
+        "'minibert[teach]'). minibert course slides OUT: one reveal.js deck per lesson that opens "
+        "from disk with no network (needs pip install 'minibert[site]'); minibert course slides "
+        "--mark: write the slide rules' types into the notebooks' cells (RISE reads them too)."
     )
     add = parser.add_argument
-    add("action", nargs="?", default="open", choices=["open", "student-edition"], help="what to do")
-    add("out", nargs="?", default=None, help="student-edition: the folder to write")
+    actions = ["open", "student-edition", "slides"]
+    add("action", nargs="?", default="open", choices=actions, help="what to do")
+    add("out", nargs="?", default=None, help="student-edition, slides: the folder to write")
     add("--overwrite", action="store_true", help="student-edition: replace notebooks in OUT")
+    add("--mark", action="store_true", help="slides: mark unmarked cells with the slide rules")
+    add("--again", action="store_true", help="slides --mark: mark every cell again")
     add("--notebooks", default="notebooks", help="the notebooks folder")
     add("--port", type=int, default=None, help="port for JupyterLab")
     add("--no-browser", action="store_true", help="do not open a browser")
@@ -34,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
         return _error(f"no notebooks folder at {notebooks}; run from the course checkout", 1)
     if args.action == "student-edition":
         return _student_edition(notebooks, args)
+    if args.action == "slides":
+        return _slides(notebooks, args)
     if args.out is not None:
         return _error(f"unexpected argument {args.out!r}", 2)
     command = [sys.executable, "-m", "jupyter", "lab", f"--notebook-dir={notebooks}"]
@@ -61,3 +69,29 @@ def _student_edition(notebooks: Path, args: argparse.Namespace) -> int:
         return _error(str(exc), 1, command)
     print(f"wrote the student edition of {len(written)} notebooks to {args.out}")
     return 0
+
+
+def _slides(notebooks: Path, args: argparse.Namespace) -> int:
+    from minibert.teaching import lessons, slides
+
+    command = "minibert course slides"
+    if args.mark:
+        if args.out is not None:
+            return _error("--mark writes into the notebooks; give no OUT with it", 2, command)
+        for lesson in lessons.LESSONS:
+            path = notebooks / lesson.notebook
+            changed = slides.mark(path, again=args.again)
+            count = slides.screens(json.loads(path.read_text(encoding="utf-8")))
+            print(f"{lesson.notebook}: {changed} cells marked, {count} screens")
+        return 0
+    if args.out is None:
+        return _error("give the folder to write the decks in, OUT (or --mark)", 2, command)
+    try:
+        decks = slides.build(notebooks, args.out)
+    except (FileNotFoundError, FileExistsError, ValueError, RuntimeError) as exc:
+        return _error(str(exc), 1, command)
+    problems = slides.check(args.out)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    print(f"wrote {len(decks)} decks to {args.out}: open {Path(args.out) / 'index.html'}")
+    return 1 if problems else 0

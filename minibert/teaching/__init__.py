@@ -10,6 +10,8 @@ never imports it (a test checks the direction).
   (passed, message);
 - ``assignments``: graded assignments (their files in ``assignment_files/``) and the grader;
 - ``student_edition``: the notebooks without the exercises' solutions (with nbgrader);
+- ``slides``: the lessons' slide types (RISE's cell metadata) and their offline reveal.js decks;
+  ``offline``: what the site and the decks need to work with no network (MathJax, a link check);
 - ``d2l_bridge``: d2l's BERT chapters loaded offline beside minibert (the appendix notebook).
 
 Each module is imported the first time it is used: ``minibert.teaching.exercises``.
@@ -27,6 +29,8 @@ __all__ = [
     "explorer",
     "figures",
     "lessons",
+    "offline",
+    "slides",
     "student_edition",
 ]
 
