@@ -281,6 +281,68 @@ BUGS = {
             "IsNext pairs (label 0) were dropped",
         ),
     ],
+    "finetuning": [
+        (
+            "the confusion matrix transposed",
+            ("confusion[truth][guess] += 1", "confusion[guess][truth] += 1"),
+            "evaluation",
+            "transposed",
+        ),
+        (
+            "the warm-up starting at 0",
+            ("return (step + 1) / warmup_steps", "return step / warmup_steps"),
+            "learning-rate schedule",
+            "warm-up starts at 0",
+        ),
+        (
+            "the live state_dict kept",
+            (
+                "best_state = {k: v.clone() for k, v in model.state_dict().items()}",
+                "best_state = model.state_dict()",
+            ),
+            "fine-tuning loop",
+            "state_dict() returns the live tensors",
+        ),
+        (
+            "gradients never zeroed",
+            ("        optimizer.zero_grad()\n", ""),
+            "fine-tuning loop",
+            "zero the gradients",
+        ),
+        (
+            "no clipping",
+            ("        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n", ""),
+            "fine-tuning loop",
+            "clip the gradient's norm",
+        ),
+        (
+            "weight decay on biases and LayerNorm",
+            (
+                '{"params": no_decay, "weight_decay": 0.0}',
+                '{"params": no_decay, "weight_decay": 0.01}',
+            ),
+            "fine-tuning loop",
+            "no weight decay on biases and LayerNorm",
+        ),
+        (
+            "a tie replaces the best",
+            ("if best is None or measure > best:", "if best is None or measure >= best:"),
+            "fine-tuning loop",
+            "on a tie keep the earlier",
+        ),
+        (
+            "evaluation with dropout on",
+            ("            model.eval()\n", ""),
+            "fine-tuning loop",
+            "evaluate in eval mode",
+        ),
+        (
+            "training left in eval mode",
+            ("            model.train()\n            if best", "            if best"),
+            "fine-tuning loop",
+            "call model.train() again",
+        ),
+    ],
     "spans": [
         (
             "the best start and the best end taken apart",
@@ -618,6 +680,13 @@ def sandboxed_class(tmp_path_factory):
     folders += [student(root, who, top) for who, top in hostile(root).items()]
     honest = [student(root, f"z_reference_{n}") for n in range(3)]
     honest += [assignments.new("attention", root / f"z_skeleton_{n}") for n in range(2)]
+    loop = (SOLUTIONS / "finetuning" / "finetuning.py").read_text(encoding="utf-8")
+    live = loop.replace(
+        "{k: v.clone() for k, v in model.state_dict().items()}", "model.state_dict()"
+    )
+    for who, text in (("m_finetuning", loop), ("n_finetuning_live_weights", live)):
+        folders.append(assignments.new("finetuning", root / who))  # another assignment, same class
+        (folders[-1] / "finetuning.py").write_text(text, encoding="utf-8")
     before = {p: p.read_bytes() for p in PACKAGE.glob("*.py")}
     on_disk = {f: (f / "attention.py").read_bytes() for f in honest}
     try:
@@ -655,6 +724,9 @@ def test_a_class_with_every_kind_of_fault_gets_a_row_each(sandboxed_class):
     assert total["l_exit3"] == "9"  # padding mask (1 point) lost; the other parts still graded
     assert "damaged" in rows["k_damaged_marker"]["error"]
     assert "no folder" in rows["roster.txt"]["error"]
+    assert total["m_finetuning"] == "10"  # the loop's model and measure built in its sandbox
+    assert total["n_finetuning_live_weights"] == "4"  # the loop's 6 points lost
+    assert rows["n_finetuning_live_weights"]["fine-tuning loop"] == "0"
     assert all(r["sandbox"] == "bubblewrap" for r in rows.values())
     print(f"class of {len(rows)} graded in {sandboxed_class['seconds']:.0f} s")  # a benchmark
 
@@ -967,3 +1039,22 @@ def test_a_sandbox_that_cannot_start_torch_is_not_used(monkeypatch):
     monkeypatch.setattr(runner, "_binds", lambda: ["--ro-bind", "/usr", "/usr"])  # no Python
     problem = assignments.sandbox_problem()
     assert problem.startswith("not sandboxed: Python and torch do not start in bwrap's sandbox")
+
+
+def test_make_builds_only_the_graders_objects_for_a_check():
+    """A check hands the student's loop a model and a measure built in the worker (worker.MADE)."""
+    import torch
+
+    transport = remote.LocalTransport()
+    session = transport.session = remote.Session(transport)
+    session.begin(5)
+    session.start()
+    module = remote.RemoteModule(session, "finetuning")
+    model = module.make("LoopClassifier", 3)
+    measure = module.make("DevAccuracy", torch.zeros(4, 6, dtype=torch.long), torch.zeros(4, dtype=torch.long))  # fmt: skip
+    assert measure(model) in (0.0, 1.0) and model.calls_made() == [("eval", True)]
+    local = worker.LoopClassifier(3)  # the same weights as the grader's reference model
+    state = model.state_dict()
+    assert all(torch.equal(state[k], v) for k, v in local.state_dict().items())
+    with pytest.raises(KeyError):
+        module.make("Popen", ["ls"])  # nothing else can be built

@@ -23,6 +23,7 @@ from minibert.teaching.assignments.checks import (
     encoder_embeddings,
     encoder_layer,
     encoder_model,
+    finetuning_loop,
 )
 
 FILES = Path(__file__).parent.parent / "assignment_files"
@@ -54,7 +55,7 @@ class Assignment:
         return sum(p.points for p in self.parts)
 
 
-# --- the assignments (masking, nsp and spans are notebooks' checkers) ---------------------------
+# --- the assignments (masking, nsp, finetuning and spans are notebooks' checkers) -------------
 
 ASSIGNMENTS: dict[str, Assignment] = {
     a.name: a
@@ -111,6 +112,22 @@ ASSIGNMENTS: dict[str, Assignment] = {
                 Part("NSP pairs", 5, checked("nsp_pairs", exercises.check_nsp_pairs)),
                 Part("SOP pairs", 3, checked("sop_pairs", exercises.check_sop_pairs)),
                 Part("NSP loss", 2, checked("nsp_loss", exercises.check_nsp_loss)),
+            ),
+        ),
+        Assignment(
+            "finetuning",
+            "The fine-tuning loop: an evaluation, the warm-up schedule, AdamW, clipping, the best "
+            "evaluation kept",
+            "finetuning.py",
+            "06_fine_tuning",
+            (
+                Part("evaluation", 2, checked("evaluate", exercises.check_evaluation)),
+                Part(
+                    "learning-rate schedule",
+                    2,
+                    checked("lr_multiplier", exercises.check_lr_schedule),
+                ),
+                Part("fine-tuning loop", 6, finetuning_loop),
             ),
         ),
         Assignment(

@@ -448,3 +448,12 @@ def encoder_model(module: Any) -> tuple[bool, str]:
         f"{len(singles['input_ids']) + len(pairs['input_ids'])} padded inputs (single "
         "sentences and pairs)."
     )
+
+
+def finetuning_loop(module: Any) -> tuple[bool, str]:
+    """The student's fine_tune, given a model and a measure the worker builds (worker.MADE), via
+    check_fine_tuning_loop: the weights it returns are compared here with the reference loop's."""
+    fn, hint = _attr(module, "fine_tune")
+    if hint:
+        return False, hint
+    return _run_checker(exercises.check_fine_tuning_loop, fn, 6, module.make)

@@ -36,6 +36,7 @@ REPLIES = {  # request -> the key sets its reply may have; anything else is malf
     "get": ({"value"}, {"missing"}, {"raised"}, {"stopped"}),
     "call": ({"value"}, {"raised"}, {"stopped"}),
     "lend": ({"ok"}, {"raised"}, {"stopped"}),
+    "make": ({"value"}, {"raised"}, {"stopped"}),
 }
 
 
@@ -112,6 +113,10 @@ class RemoteModule:
 
     def __init__(self, session: Session, name: str):
         self._session, self.__name__ = session, name
+
+    def make(self, kind: str, *args: Any) -> Remote:
+        """One of the worker's objects for the student's code (worker.MADE), built there."""
+        return self._session.make(kind, args)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -255,6 +260,12 @@ class Session:
         message = {"target": handle, "method": method, "args": packer.pack(list(args)),
                    "kwargs": packer.pack(kwargs)}  # fmt: skip
         return self._value(*self.request("call", message, packer.tensors))
+
+    def make(self, kind: str, args: tuple) -> Any:
+        """Build one of worker.MADE's objects in the worker with args; a Remote of it."""
+        packer = worker.Packer(_handle_of)
+        message = {"kind": kind, "args": packer.pack(list(args))}
+        return self._value(*self.request("make", message, packer.tensors))
 
     def lend(self, handle: int, attribute: str, helper: Callable[..., Any]) -> None:
         """Set attribute of a remote object to a proxy of helper, for this step only."""

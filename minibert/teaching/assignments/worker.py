@@ -2,7 +2,8 @@
 
 It imports the student's file and answers the grader's requests, one frame at a time, on the
 standard input and output it was started with: get a name from the student's module, call a
-function, an object or a method, lend an object one of the grader's helpers. It computes no
+function, an object or a method, lend an object one of the grader's helpers, make one of the
+objects a check hands to the student's code (``MADE``: the fine-tuning loop's model and measure). It computes no
 score: it sends back what the student's code returned, and the grader, outside, compares that
 with the reference. Whatever the student's code does to this process, it can at worst send wrong
 or malformed frames, which the grader counts as that submission's failure.
@@ -219,6 +220,55 @@ class Lent(torch.nn.Module):
         return self.ask(self.helper, args, kwargs)
 
 
+# --- objects the grader has made here for a check, and hands to the student's code -----------
+
+
+class LoopClassifier(torch.nn.Module):
+    """The fine-tuning loop's model: the mean of its token embeddings, a LayerNorm and a linear
+    head over two labels, the same weights for the same seed. It notes every forward pass as
+    ("train" or "eval", self.training): "eval" inside a DevAccuracy evaluation."""
+
+    def __init__(self, seed: int):
+        super().__init__()
+        with torch.random.fork_rng():  # the same weights each time; the caller's RNG untouched
+            torch.manual_seed(seed)
+            self.embed = torch.nn.Embedding(40, 12)
+            self.norm = torch.nn.LayerNorm(12)
+            self.head = torch.nn.Linear(12, 2)
+        self.calls: list[tuple[str, bool]] = []
+        self.evaluating = False
+
+    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor | None = None) -> Any:
+        self.calls.append(("eval" if self.evaluating else "train", self.training))
+        logits = self.head(self.norm(self.embed(input_ids).mean(1)))  # (batch, 2)
+        loss = torch.nn.functional.cross_entropy(logits, labels) if labels is not None else None
+        return types.SimpleNamespace(logits=logits, loss=loss)
+
+    def calls_made(self) -> list[tuple[str, bool]]:
+        """Every forward pass so far: (kind, training)."""
+        return list(self.calls)
+
+
+class DevAccuracy:
+    """evaluate(model) for the fine-tuning loop: accuracy on a dev set (input_ids (n, seq),
+    labels (n,)), rounded to two decimals so that ties happen and their rule matters."""
+
+    def __init__(self, input_ids: torch.Tensor, labels: torch.Tensor):
+        self.input_ids, self.labels = input_ids, labels
+
+    def __call__(self, model: LoopClassifier) -> float:
+        model.evaluating = True
+        try:
+            with torch.no_grad():
+                right = model(self.input_ids).logits.argmax(-1) == self.labels
+        finally:
+            model.evaluating = False
+        return round(float(right.float().mean()), 2)
+
+
+MADE = {"LoopClassifier": LoopClassifier, "DevAccuracy": DevAccuracy}  # what "make" may build
+
+
 class Worker:
     """Answers the grader's requests about one student's module.
 
@@ -275,6 +325,9 @@ class Worker:
             if not hasattr(self.module, name):
                 return {"missing": True}
             return {"value": packer.pack(getattr(self.module, name))}
+        if op == "make":  # one of the grader's objects, kept here for the student's code
+            made = MADE[str(request["kind"])]
+            return {"value": packer.pack(made(*unpack(request["args"], tensors, self._object)))}
         target = self.objects[int(request["target"])]
         if op == "call":
             args = unpack(request["args"], tensors, self._object)

@@ -13,7 +13,8 @@ score ``result.passed`` and show ``result.message``.
   ``check_previous_token_head``;
 - ``masking`` (4): ``check_masking``, ``check_mlm_loss``, ``check_mask_accuracy``;
 - ``nsp`` (5): ``check_nsp_pairs``, ``check_sop_pairs``, ``check_nsp_loss``;
-- ``finetuning`` (6): ``check_classification_head``, ``check_evaluation``;
+- ``finetuning`` (6): ``check_classification_head``, ``check_evaluation``,
+  ``check_fine_tuning_loop``; ``check_lr_schedule`` (the finetuning assignment's);
 - ``shapes`` (7): ``check_best_span``, ``check_repair_bio``, ``check_answer_over_windows``,
   ``check_squad_f1``;
 - ``what_pretraining_buys`` (8): ``check_opinion_scores``;
@@ -48,6 +49,7 @@ from minibert.teaching.exercises.finetuning import (
     check_classification_head,
     check_evaluation,
     check_fine_tuning_loop,
+    check_lr_schedule,
 )
 from minibert.teaching.exercises.masking import check_mask_accuracy, check_masking, check_mlm_loss
 from minibert.teaching.exercises.nsp import check_nsp_loss, check_nsp_pairs, check_sop_pairs
@@ -77,6 +79,7 @@ __all__ = [
     "check_equal_keys",
     "check_evaluation",
     "check_fine_tuning_loop",
+    "check_lr_schedule",
     "check_mask_accuracy",
     "check_masking",
     "check_merge_heads",

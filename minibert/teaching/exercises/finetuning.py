@@ -141,25 +141,17 @@ def check_evaluation(fn: Callable[..., Any], cases: int = 30) -> Result:
 # ---- the fine-tuning loop ------------------------------------------------------------------------
 
 
-class _Recorder(torch.nn.Module):
-    """A small classifier (embeddings, mean over the tokens, LayerNorm, a linear head) that notes
-    the mode of each of its calls: the checker reads whether training ran in train mode."""
+def _made(kind: str, *args: Any) -> Any:
+    """One of the objects the loop is given, built here as the grader's worker builds it there
+    (worker.MADE: LoopClassifier, which notes each call's mode, and DevAccuracy)."""
+    from minibert.teaching.assignments.worker import MADE  # not at the top: assignments imports us
 
-    def __init__(self, seed: int):
-        super().__init__()
-        with torch.random.fork_rng():  # the same weights each time; the learner's RNG untouched
-            torch.manual_seed(seed)
-            self.embed = torch.nn.Embedding(40, 12)
-            self.norm = torch.nn.LayerNorm(12)
-            self.head = torch.nn.Linear(12, 2)
-        self.calls: list[tuple[str, bool]] = []  # ("train" or "eval", self.training)
-        self.evaluating = False
+    return MADE[kind](*args)
 
-    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor | None = None) -> Any:
-        self.calls.append(("eval" if self.evaluating else "train", self.training))
-        logits = self.head(self.norm(self.embed(input_ids).mean(1)))  # (batch, 2)
-        loss = F.cross_entropy(logits, labels) if labels is not None else None
-        return type("Output", (), {"logits": logits, "loss": loss})()
+
+def _Recorder(seed: int) -> torch.nn.Module:
+    """The loop's model for seed (worker.LoopClassifier)."""
+    return _made("LoopClassifier", seed)
 
 
 def _loop_case(seed: int) -> tuple[list[dict], dict, int, float, int]:
@@ -227,18 +219,17 @@ def _reference_loop(model, batches, evaluate, lr, warmup_steps, eval_every, **mi
     return best_state
 
 
-def _run_loop(loop: Callable[..., Any], case: int, **mistake: Any) -> tuple[Any, Any, str | None]:
-    """Run a loop (the learner's, or the reference with a mistake) on case: (model, state, hint)."""
+def _run_loop(
+    loop: Callable[..., Any], case: int, make: Callable[..., Any] | None = None, **mistake: Any
+) -> tuple[Any, Any, str | None]:
+    """Run a loop (the learner's, or the reference with a mistake) on case: (model, state, hint).
+
+    make(kind, *args) builds the model and the measure (worker.MADE's classes; a grader's
+    make builds them in the worker that runs a submission)."""
+    make = make or _made
     batches, dev, eval_every, lr, warmup = _loop_case(case)
-    model = _Recorder(case)
-
-    def evaluate(m: Any) -> float:  # accuracy on dev, noted as an evaluation call
-        m.evaluating = True
-        with torch.no_grad():
-            right = m(dev["input_ids"]).logits.argmax(-1) == dev["labels"]
-        m.evaluating = False
-        return round(float(right.float().mean()), 2)  # coarse: ties happen, and their rule matters
-
+    model = make("LoopClassifier", case)
+    evaluate = make("DevAccuracy", dev["input_ids"], dev["labels"])
     state, hint = call_safely(loop, model, [dict(b) for b in batches], evaluate, lr, warmup,
                               eval_every, **mistake)  # fmt: skip
     return model, state, hint
@@ -251,7 +242,9 @@ def _same(got: Any, case: int, mistake: dict) -> bool:
             and all(torch.allclose(got[k], variant[k], atol=1e-5) for k in variant))  # fmt: skip
 
 
-def check_fine_tuning_loop(fn: Callable[..., Any], cases: int = 6) -> Result:
+def check_fine_tuning_loop(
+    fn: Callable[..., Any], cases: int = 6, make: Callable[..., Any] | None = None
+) -> Result:
     """Check ``fn(model, batches, evaluate, lr, warmup_steps, eval_every) -> best state dict``.
 
     One optimizer step per batch (``model(**batch).loss``): AdamW (betas 0.9, 0.999; eps 1e-6;
@@ -260,16 +253,18 @@ def check_fine_tuning_loop(fn: Callable[..., Any], cases: int = 6) -> Result:
     (``training.linear_schedule``), the gradient's norm clipped to 1.0, the gradients zeroed
     before each step. Every eval_every steps and after the last, ``evaluate(model)`` (higher is
     better) with the model in eval mode, then back to train mode; the weights of the best
-    evaluation are kept (a tie keeps the earlier) and returned as a state dict.
+    evaluation are kept (a tie keeps the earlier) and returned as a state dict. make builds the
+    model and the measure fn is given (see _run_loop; the assignment's grader passes its own).
     """
     name = "fine-tuning loop"
     for case in range(cases):
         batches, _, eval_every, _, _ = _loop_case(case)
-        model, got, hint = _run_loop(fn, case)
+        model, got, hint = _run_loop(fn, case, make)
         if hint is not None:
             return report(name, hint, case)
-        evaluations = [training for kind, training in model.calls if kind == "eval"]
-        trained = [training for kind, training in model.calls if kind == "train"]
+        calls = model.calls_made()
+        evaluations = [training for kind, training in calls if kind == "eval"]
+        trained = [training for kind, training in calls if kind == "train"]
         if len(evaluations) != len(range(eval_every, len(batches) + 1, eval_every)) + (
             len(batches) % eval_every != 0
         ):
@@ -301,7 +296,7 @@ def check_fine_tuning_loop(fn: Callable[..., Any], cases: int = 6) -> Result:
         }  # fmt: skip
         named = [text for text, flags in mistakes.items() if _same(got, case, flags)]
         if len(named) > 1:  # two mistakes give these weights here: the other cases tell them apart
-            others = [(c, _run_loop(fn, c)[1]) for c in range(cases) if c != case]
+            others = [(c, _run_loop(fn, c, make)[1]) for c in range(cases) if c != case]
             named = [text for text in named
                      if all(_same(mine, c, mistakes[text]) for c, mine in others)] or named  # fmt: skip
         if named:
@@ -309,4 +304,60 @@ def check_fine_tuning_loop(fn: Callable[..., Any], cases: int = 6) -> Result:
         worst = max(float((got[k] - want[k]).abs().max()) for k in want)
         return report(name, f"the weights differ from the reference loop's by up to {worst:.3g}.",
                       case)  # fmt: skip
+    return report(name, None, cases)
+
+
+# ---- the learning-rate schedule ------------------------------------------------------------------
+
+_SCHEDULE_MISTAKES = {  # a classic wrong schedule -> what it does wrong, as a hint
+    "warm-up starts at 0 (step / warmup_steps): the first step learns nothing; use (step + 1) / "
+    "warmup_steps": lambda s, w, t: s / w if s < w else max(0.0, (t - s) / max(1, t - w)),
+    "no warm-up: the rate must rise from 1/warmup_steps to 1 over the first warmup_steps steps": (
+        lambda s, w, t: max(0.0, (t - s) / max(1, t - w))
+    ),
+    "no decay: after the warm-up the rate must fall linearly to 0 at total_steps": (
+        lambda s, w, t: (s + 1) / w if s < w else 1.0
+    ),
+    "the decay runs over total_steps, not total_steps - warmup_steps: the rate must be 1 right "
+    "after the warm-up": lambda s, w, t: (s + 1) / w if s < w else max(0.0, (t - s) / t),
+    "the rate reaches 0 one step early: at step s after the warm-up it is (total_steps - s) / "
+    "(total_steps - warmup_steps)": (
+        lambda s, w, t: (s + 1) / w if s < w else max(0.0, (t - s - 1) / max(1, t - w))
+    ),
+    "the rate goes below 0 after total_steps: clamp it at 0": (
+        lambda s, w, t: (s + 1) / w if s < w else (t - s) / max(1, t - w)
+    ),
+}  # fmt: skip
+
+
+def check_lr_schedule(fn: Callable[..., Any], cases: int = 12) -> Result:
+    """Check ``fn(step, warmup_steps, total_steps) -> float``, the learning-rate multiplier of
+    ``training.linear_schedule``: (step + 1) / warmup_steps during the warm-up, then (total_steps -
+    step) / (total_steps - warmup_steps), never below 0 (step counts from 0)."""
+    from minibert.training import linear_schedule
+
+    name = "learning-rate schedule"
+    g = torch.Generator().manual_seed(2)
+    for case in range(cases):
+        warmup = int(torch.randint(1, 6, (1,), generator=g))
+        total = warmup + int(torch.randint(1, 12, (1,), generator=g))
+        steps = range(total + 2)  # two beyond the end: the clamp
+        want = [linear_schedule(s, warmup, total) for s in steps]
+        got = []
+        for s in steps:
+            value, hint = call_safely(fn, s, warmup, total)
+            if hint is not None:
+                return report(name, hint, case)
+            try:
+                got.append(float(value))
+            except (TypeError, ValueError):
+                return report(name, f"return a number (got {type(value).__name__}).", case)
+        if all(abs(a - b) < 1e-9 for a, b in zip(got, want)):
+            continue
+        for hint, wrong in _SCHEDULE_MISTAKES.items():
+            if all(abs(a - wrong(s, warmup, total)) < 1e-9 for a, s in zip(got, steps)):
+                return report(name, hint + ".", case)
+        step = next(s for s in steps if abs(got[s] - want[s]) >= 1e-9)
+        return report(name, f"with warmup_steps={warmup}, total_steps={total}, step {step} "
+                      f"should give {want[step]:.4f}, got {got[step]:.4f}.", case)  # fmt: skip
     return report(name, None, cases)
