@@ -67,13 +67,14 @@ def one(
     python: str, interpreter: str, torch: str | None = None, notebook: str | None = None
 ) -> dict:
     """Set up and test one Python as the README says; its row. With torch (a version), that torch
-    (and numpy < 2, which torch before 2.3 was built against) in its own environment, then the unit
-    tests and nbval on one notebook: the lower bound the package claims."""
+    (and numpy < 2 for a torch before 2.3, which was built against numpy 1) in its own environment,
+    then the unit tests and nbval on one notebook: the lower bound the package claims."""
     name = python.removeprefix("python").replace(".", "") + (f"-torch{torch}" if torch else "")
     venv = ROOT / "build" / "compat" / name
     make = ["make", f"PYTHON={interpreter}", f"VENV={venv}"]
-    if torch:
-        make.append(f"TORCH=torch=={torch} 'numpy<2'")  # quoted: make hands it to the shell
+    if torch:  # torch before 2.3 was built against numpy 1: numpy < 2 beside it
+        old = tuple(int(n) for n in torch.split(".")[:2]) < (2, 3)
+        make.append(f"TORCH=torch=={torch}" + (" 'numpy<2'" if old else ""))  # make's shell
     started = time.monotonic()
     setup = subprocess.run([*make, f"{venv}/.dev", "assets"], cwd=ROOT, capture_output=True, text=True)  # fmt: skip
     setup_seconds = time.monotonic() - started

@@ -3,12 +3,15 @@ pair) and wiki-qa (a span of a context), each from MiniLM, the course checkpoint
 of the course checkpoint's size, at several training sizes, beside the task's baselines; and the
 review domain's token and sentence tasks (review-capitalisation, rotten-tomatoes), where the course
 checkpoint continued on review text (course-reviews) joins them: domain crossed with task shape.
+Each model also has a frozen-feature probe (``MODEL-probe``: the encoder frozen, a linear head on
+the mean of a text's last hidden states, or on each word's own, trained by the same protocol).
 
     python benchmarks/finetuning_shapes.py                       # the three shapes (hours on 2 cores)
     python benchmarks/finetuning_shapes.py --tasks review-capitalisation rotten-tomatoes \
         --models course scratch course-reviews --sizes 256 1024
     python benchmarks/finetuning_shapes.py --tasks wiki-qa --models minilm --sizes all
     python benchmarks/finetuning_shapes.py --tasks wiki-qa --models minilm --sizes all --epochs 3 10 30
+    python benchmarks/finetuning_shapes.py --tasks rotten-tomatoes --models course-probe scratch-probe
     python benchmarks/finetuning_shapes.py --jobs 8              # cells side by side (a GPU)
     python benchmarks/finetuning_shapes.py --report              # the table from the runs kept
 
@@ -50,6 +53,11 @@ MODELS = {"minilm": ("minilm", False), "course": ("course", False), "scratch": (
           "course-reviews": ("course-reviews", False), "minilm-scratch": ("minilm", True)}  # fmt: skip
 RATES = {"minilm": (3e-5, 1e-4), "course": (3e-4, 1e-3, 3e-3), "scratch": (3e-4, 1e-3, 3e-3),
          "course-reviews": (3e-4, 1e-3, 3e-3), "minilm-scratch": (1e-4, 3e-4)}  # fmt: skip
+# a frozen-feature probe of each model ("course-probe"): its encoder frozen, a linear head trained
+# on the mean of a text's last hidden states (a word task: each word's own), the same protocol
+for _name, _folder in list(MODELS.items()):
+    MODELS[f"{_name}-probe"] = _folder
+    RATES[f"{_name}-probe"] = (1e-2, 3e-2, 1e-1)  # a linear head on fixed features: larger steps
 HEADLINE = {"wiki-mentions": "f1", "wiki-qnli": "accuracy", "wiki-qa": "f1",
             "review-capitalisation": "f1", "rotten-tomatoes": "accuracy"}  # test's number  # fmt: skip
 COUNTED = ("review-capitalisation",)  # F1 of a label: paired statistics on per-sentence counts
@@ -74,8 +82,13 @@ def fine_tune(task: str, model: str, size: int | None, lr: float, seed: int, epo
     name, scratch = MODELS[model]
     steps = None if size is None else max(SMALL_STEPS, epochs * size // BATCH)
     folder = work / run_key(task, model, size, lr, seed, epochs).replace("/", "_")
+    probe = {}
+    if model.endswith("-probe"):
+        text = tasks.get(task).shape == "text"
+        probe = {"freeze_encoder": True, "pooling": "mean" if text else "cls", "dropout": 0.0}
     result = recipes.finetune(
         folder, model=name, task=task, scratch=scratch, lr=lr, seed=seed, train_examples=size,
+        **probe,
         batch_size=BATCH, steps=steps, epochs=epochs, evaluations=max(3, min(epochs, 10)),
         progress=False, overwrite=True,
     )  # fmt: skip
