@@ -4,6 +4,8 @@
     python benchmarks/compat.py --pythons python3.12 # one
     make compat                                      # the same as the first
     python benchmarks/compat.py --table              # the README's table from the results
+    python benchmarks/compat.py --pythons python3.12 --notebooks-again
+                                                     # nbval only, in a recorded environment
     python benchmarks/compat.py --pythons python3.11 --torch 2.2.2 --notebook notebooks/03_encoder.ipynb
                                                      # the lower bound: unit tests + one notebook
     nohup python benchmarks/compat.py > compat.log & # hours: about 30 minutes a Python on 2 cores
@@ -106,6 +108,28 @@ def one(
     return row
 
 
+def notebooks_again(python: str, row: dict) -> dict:
+    """Rerun nbval only, in the environment a recorded row built (after a fix that touches only
+    the notebooks or their checks); the row with its notebooks' counts, failures and verdict
+    replaced and the rerun noted."""
+    venv = ROOT / "build" / "compat" / python.removeprefix("python").replace(".", "")
+    started = time.monotonic()
+    make = ["make", f"PYTHON={row['interpreter']}", f"VENV={venv}", "nbval"]
+    done = subprocess.run(make, cwd=ROOT, capture_output=True, text=True)
+    summaries = [m for line in done.stdout.splitlines() if (m := SUMMARY.match(line))]
+    notebooks = counts(summaries[-1].group(1)) if summaries else None
+    unit_failures = [f for f in row.get("failures", []) if not f.startswith("notebooks/")]
+    failed = re.findall(r"^FAILED (\S+)", done.stdout, flags=re.MULTILINE)
+    return row | {
+        "notebooks": notebooks,
+        "failures": (unit_failures + failed)[:20],
+        "passed": done.returncode == 0 and bool(notebooks) and not unit_failures
+        and bool(row.get("unit")) and "failed" not in row["unit"],
+        "notebooks_rerun": {"seconds": round(time.monotonic() - started),
+                            "date": time.strftime("%Y-%m-%d")},
+    }  # fmt: skip
+
+
 def _tally(c: dict | None) -> str:
     """{'passed': 912, 'skipped': 2} as '912 passed, 2 skipped'; '-' when the tests did not run."""
     return ", ".join(f"{n:,} {word}" for word, n in c.items()) if c else "-"
@@ -137,10 +161,22 @@ def main() -> None:
         "--torch", help="a torch version to test instead of the set-up's (a lower bound)"
     )
     parser.add_argument("--notebook", help="nbval on this notebook only (with --torch)")
+    parser.add_argument("--notebooks-again", action="store_true",
+                        help="rerun nbval only for the Pythons recorded, in their environments")  # fmt: skip
     args = parser.parse_args()
     done = json.loads(OUT.read_text()) if OUT.exists() else {"runs": {}}
     if args.table:
         print(table(done))
+        return
+    if args.notebooks_again:
+        for python in args.pythons:
+            if python not in done["runs"]:
+                continue
+            row = notebooks_again(python, done["runs"][python])
+            done = json.loads(OUT.read_text())  # another run's rows kept
+            done["runs"][python] = row
+            OUT.write_text(json.dumps(done, indent=1) + "\n")
+            print(f"{python}: notebooks again: {_tally(row['notebooks'])}", flush=True)
         return
     done["machine"] = f"{platform.machine()}, {platform.processor() or 'cpu'}, {sys.platform}"
     for python in args.pythons:
