@@ -293,6 +293,10 @@ def test_pair_truncation_matches_reference(tok, ref, n_a, n_b, max_length, strat
     padding=st.sampled_from([False, "longest", "max_length"]),
 )
 def test_encoding_invariants(tok, text, pair, max_length, padding):
+    # a special token's own text in the input is that token (as in transformers): a literal
+    # "[SEP]" would be one more separator, which the segment checks below do not expect
+    written = (text + (pair or "")).lower()
+    assume(not any(s in written for s in ("[cls]", "[sep]", "[pad]", "[mask]", "[unk]")))
     enc = tok(text, pair, max_length=max_length, truncation=True, padding=padding)
     n = len(enc)
     assert all(len(getattr(enc, f)) == n for f in enc.__dataclass_fields__)
