@@ -264,12 +264,14 @@ def _gold_and_baselines(task_name: str, model: str) -> tuple[list, dict[str, lis
 
 
 def per_item(task: str, gold: list, predictions: list) -> list:
-    """What the paired statistics resample: a 0/1 or an F1 per test item, or (tp, fp, fn)."""
+    """What the paired statistics resample: a 0/1 or an F1 per test item, or (tp, fp, fn) counts
+    (wiki-mentions: spans; review-capitalisation: capitalised words)."""
     from minibert import squad
     from minibert.tasks.mentions import span_counts
 
-    if task == "wiki-mentions":
-        return [list(span_counts([g], [p])) for g, p in zip(gold, predictions)]
+    if task == "wiki-mentions":  # span_counts gives (right, guessed, wanted)
+        counts = (span_counts([g], [p]) for g, p in zip(gold, predictions))
+        return [[right, guessed - right, wanted - right] for right, guessed, wanted in counts]
     if task in COUNTED:  # F1 of the capitalised words: (tp, fp, fn) per sentence
         from finetuning import word_counts  # benchmarks/finetuning.py, beside this file
 
@@ -279,15 +281,16 @@ def per_item(task: str, gold: list, predictions: list) -> list:
     return [float(g == p) for g, p in zip(gold, predictions)]
 
 
-def paired(task: str, a: list, b: list) -> dict:
-    """b - a with its 95% paired bootstrap interval and a paired test (a, b: seeds x items)."""
+def paired(task: str, a: list, b: list, resample_seeds: bool = False) -> dict:
+    """b - a with its 95% paired bootstrap interval and a paired test (a, b: seeds x items); with
+    resample_seeds the interval draws the seeds too (the runs' variation, not only the items')."""
     from minibert import finetuning
 
     if task in COUNTED or task == "wiki-mentions":
-        gap, low, high = finetuning.paired_bootstrap_f1(a, b)
+        gap, low, high = finetuning.paired_bootstrap_f1(a, b, resample_seeds=resample_seeds)
         p = finetuning.paired_permutation_test_f1(a, b)
     else:
-        gap, low, high = finetuning.paired_bootstrap(a, b)
+        gap, low, high = finetuning.paired_bootstrap(a, b, resample_seeds=resample_seeds)
         p = finetuning.paired_sign_flip_test(a, b)
     scale = 100 if task == "wiki-qa" else 1  # in the table's unit (SQuAD: percent)
     return {"difference": gap * scale, "low": low * scale, "high": high * scale, "p": p}

@@ -7,20 +7,26 @@ seed 0) pretrained on 1/8, 1/4, 1/2 and all of the Wikipedia training articles' 
 vocabulary trained on the same share). Every run takes the same number of steps, so a smaller
 share is read more times over (1/8: about 40 passes over its examples; all: 5); what varies is
 the text, not the compute. Each model is then fine-tuned on an in-domain task at 256 labelled
-items with three seeds, beside random weights of its own size and vocabulary, with the sweep's
+items, beside random weights of its own size and vocabulary, with the sweep's
 protocol (the learning rate chosen on dev by the task's balance-insensitive measure); the gain
 over random weights is measured on the same test items with a paired bootstrap interval.
 
-    python benchmarks/pretraining_scale.py pretrain              # the four runs, one at a time
-    python benchmarks/pretraining_scale.py pretrain --parallel 4 --device cuda --corpus FOLDER
-    python benchmarks/pretraining_scale.py export FOLDER         # the articles as .txt files
-    python benchmarks/pretraining_scale.py finetune              # the curve: results + figure
+    python benchmarks/pretraining_scale.py pretrain --fractions 0.125 0.25 0.5   # one at a time
+    python benchmarks/pretraining_scale.py pretrain --fractions 0.125 0.25 0.5 --parallel 3 \
+        --device cuda
+    python benchmarks/pretraining_scale.py collect               # held-out curves: results + figure
+    python benchmarks/pretraining_scale.py finetune              # the gain curve: results + figure
 
-A run already finished is read, a run interrupted resumes (its state is saved every 500 steps).
-On a 2-core CPU one run takes about 100 minutes; `export` writes the articles as text files
-(the same Articles, read back by `--corpus FOLDER`) for a GPU machine without gensim, where the
-four runs go side by side. Runs live in runs/scale/ (git-ignored); `finetune` writes
-benchmarks/results/pretraining_scale.json and pretraining_scale.png.
+All of the text is the course checkpoint itself (data/course_checkpoint: this recipe, run on this
+CPU), so three runs are new. A run already finished is read, a run interrupted resumes (its state
+is saved every 500 steps). On a 2-core CPU one run takes about 100 minutes; on a lent H200 the
+three side by side took 11 minutes. Runs live in runs/scale/ (git-ignored). `collect` writes
+benchmarks/results/pretraining_scale.json and pretraining_scale.png; `finetune` (99 runs of
+7 to 10 s on 2 CPU cores, each cached in runs/scale/finetune, so it resumes; beside other work set
+OMP_NUM_THREADS=1: two threads on a shared core ran up to 20 times slower) adds the gain to the
+JSON and draws pretraining_scale_gain.png. Where gensim is missing (a GPU machine), `export FILE`
+here and `pretrain --articles FILE` there read the same articles in the same order (the runs in
+the results ran so). The fine-tuning half uses ten seeds, not three (see finetune_curve).
 """
 
 from __future__ import annotations
@@ -29,10 +35,12 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -62,8 +70,14 @@ SMOKE = [
 
 
 def run_folder(fraction: float, runs: Path = RUNS) -> Path:
-    """Where the run on this share of the text lives (runs/scale/text-0.125 ...)."""
-    return runs / f"text-{fraction:g}"
+    """Where the run on this share of the text lives (runs/scale/text-0.125 ...); all of it is
+    the course checkpoint, unless a run of it was made here."""
+    folder = runs / f"text-{fraction:g}"
+    if fraction == 1 and not (folder / RUN_FOLDER).exists() and not finished(folder):
+        from minibert.recipes.shared import model_folder
+
+        return model_folder("course")
+    return folder
 
 
 def finished(folder: Path) -> bool:
@@ -71,29 +85,39 @@ def finished(folder: Path) -> bool:
     return (folder / "model.safetensors").exists() and (folder / "history.json").exists()
 
 
-def export(folder: Path) -> None:
-    """Write the course's Wikipedia articles (training and held-out) as FOLDER/TITLE.txt."""
+# a run on a machine without gensim: the articles from export's file, in the corpus's own order
+READ_EXPORTED = """import json, os, runpy
+from minibert import corpora
+rows = json.load(open(os.environ["SCALE_ARTICLES"], encoding="utf-8"))
+kept = [corpora.Article(t, tuple(p), tuple(map(tuple, s))) for t, p, s in rows]
+def wikipedia_articles(split="all"):
+    return [a for a in kept if split == "all" or corpora.heldout_article(a.title) == (split == "heldout")]
+corpora.wikipedia_articles = wikipedia_articles
+runpy.run_module("minibert", run_name="__main__")
+"""
+
+
+def export(file: Path) -> None:
+    """Write the course's Wikipedia articles (training and held-out), in the corpus's order, as
+    one JSON file that `pretrain --articles FILE` reads where gensim is missing."""
     from minibert import corpora
 
-    folder.mkdir(parents=True, exist_ok=True)
     articles = corpora.wikipedia_articles("all")
-    for article in articles:
-        (folder / f"{article.title}.txt").write_text(article.text + "\n", encoding="utf-8")
-    back = {a.title: a for a in corpora.read_text_files(folder)}
-    assert all(back[a.title].paragraph_sentences == a.paragraph_sentences for a in articles)
-    print(f"{len(articles)} articles written to {folder}; read back, each the same")
+    rows = [[a.title, a.paragraphs, a.paragraph_sentences] for a in articles]
+    file.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+    print(f"{len(articles)} articles written to {file}")
 
 
 def pretrain_all(corpus: str, runs: Path, parallel: int, device: str | None, threads: int,
-                 smoke: bool = False) -> None:  # fmt: skip
+                 smoke: bool = False, fractions=FRACTIONS, articles: Path | None = None) -> None:  # fmt: skip
     """The runs not finished yet, `parallel` at a time, each resuming what it had saved."""
     recipe = RECIPE if not smoke else [*RECIPE, *SMOKE]  # later flags win
-    pending = [f for f in FRACTIONS if not finished(run_folder(f, runs))]
+    pending = [f for f in fractions if not finished(run_folder(f, runs))]
     print(f"to run: {', '.join(f'{f:g}' for f in pending) or 'none'}")
     running: list[tuple[float, subprocess.Popen, float]] = []
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(f"stopped: {len(running)} run(s) ended"))
     try:
-        _run_all(pending, running, recipe, corpus, runs, parallel, device, threads)
+        _run_all(pending, running, recipe, corpus, runs, parallel, device, threads, articles)
     finally:  # stopped (a time limit, Ctrl-C): end the runs; each resumes from its last save
         for _, process, _ in running:
             process.terminate()
@@ -101,13 +125,14 @@ def pretrain_all(corpus: str, runs: Path, parallel: int, device: str | None, thr
             process.wait()
 
 
-def _run_all(pending, running, recipe, corpus, runs, parallel, device, threads) -> None:
+def _run_all(pending, running, recipe, corpus, runs, parallel, device, threads, articles) -> None:
     """Start runs while fewer than `parallel` are going; note each one's wall time as it ends."""
     while pending or running:
         while pending and len(running) < parallel:
             fraction = pending.pop(0)
             out = run_folder(fraction, runs)
-            command = [sys.executable, "-m", "minibert", "pretrain", *recipe, "--corpus", corpus,
+            start = ["-c", READ_EXPORTED] if articles else ["-m", "minibert"]
+            command = [sys.executable, *start, "pretrain", *recipe, "--corpus", corpus,
                        "--text-fraction", f"{fraction:g}", "--out", str(out),
                        "--threads", str(threads)]  # fmt: skip
             if device:
@@ -115,8 +140,10 @@ def _run_all(pending, running, recipe, corpus, runs, parallel, device, threads) 
             if (out / RUN_FOLDER).exists():
                 command.append("--resume")
             out.parent.mkdir(parents=True, exist_ok=True)
-            print(" ".join(command[1:]), flush=True)
+            print(" ".join(command[3 if articles else 1 :]), flush=True)
             env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+            if articles:
+                env["SCALE_ARTICLES"] = str(Path(articles).resolve())
             with open(runs / f"text-{fraction:g}.log", "a") as log:  # the run keeps its copy
                 process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
             running.append((fraction, process, time.perf_counter()))
@@ -172,10 +199,7 @@ def collect(corpus: str, runs: Path) -> dict:
         "top-1 accuracy at the [MASK] positions every 500 steps, beside the n-gram table and the "
         "most frequent token at the same positions (each run's vocabulary and share of the text)",
         "recipe": " ".join(RECIPE),
-        "corpus": corpus
-        if corpus == "wikipedia"
-        else "the course's Wikipedia articles, exported "
-        "as text files (pretraining_scale.py export)",
+        "corpus": corpus,
         "runs": {},
     }
     for fraction in FRACTIONS:
@@ -253,27 +277,153 @@ def plot(results: dict, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+TASK, SIZE = "wiki-mentions", 256  # an in-domain task, at 256 labelled items
+PUBLISHED = (  # placed beside the curve, labelled as published (not measured here)
+    (1e6, "MiniBERTas: 1M words, perplexity > 130"),
+    (1e8, "Zhang et al. 2021: NLU needs >> 10-100M"),
+    (3.3e9, "BERT, BERT-Tiny: 3.3B (Tiny: SST-2 83.2)"),
+)
+
+
+def finetune_curve(runs: Path, seeds: int, jobs: int) -> dict:
+    """Each share's model and random weights of its own size and vocabulary fine-tuned on TASK at
+    SIZE items by finetuning_shapes.py's protocol (the rate chosen on dev with seed 0, then the
+    other seeds; each run cached in runs/finetune); the gain with its paired interval. Ten seeds
+    by default, not three: a run takes seconds here, and one seed in three can fall far below
+    the others (0.094 against 0.197 and 0.230), which an interval over the items alone hides."""
+    import finetuning_shapes as shapes  # beside this file
+
+    cache = runs / "finetune"
+    cache.mkdir(parents=True, exist_ok=True)
+    rows, names = {}, []
+    for fraction in FRACTIONS:
+        folder = run_folder(fraction, runs)
+        if not finished(folder):
+            print(f"text {fraction:g}: not finished; left out")
+            continue
+        for scratch in (False, True):
+            name = f"text-{fraction:g}" + ("-scratch" if scratch else "")
+            shapes.MODELS[name] = (str(folder), scratch)
+            shapes.RATES[name] = shapes.RATES["course"]
+            names.append(name)
+    work = Path(tempfile.mkdtemp())
+    jobs_ = [(TASK, name, SIZE, shapes.EPOCHS, seeds, cache, work, False) for name in names]
+    if jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            done = pool.map(shapes.cell, jobs_)
+    else:
+        done = [shapes.cell(job) for job in jobs_]
+    shutil.rmtree(work, ignore_errors=True)
+    all_runs = {}
+    for (_, name, *_), row, made in done:
+        rows[name] = row
+        all_runs.update(made)
+    table = {"table": {TASK: {name: {str(SIZE): row} for name, row in rows.items()}},
+             "runs": all_runs}  # fmt: skip
+    items = shapes._TestItems(table, TASK)
+    gains = {}
+    for fraction in FRACTIONS:
+        name = f"text-{fraction:g}"
+        if name not in rows:
+            continue
+        pre, rand = items.row(name, str(SIZE)), items.row(f"{name}-scratch", str(SIZE))
+        gains[f"{fraction:g}"] = {
+            "pretrained": _row(rows[name]),
+            "random": _row(rows[f"{name}-scratch"]),
+            "gain": shapes.paired(TASK, rand, pre, resample_seeds=True),
+            "gain_items_only": shapes.paired(TASK, rand, pre),
+        }
+    return {
+        "what": f"{TASK} test span F1 at {SIZE} training sentences, {seeds} seeds (mean, sample sd), the "
+        "rate chosen on dev with seed 0 (finetuning_shapes.py's protocol); gain: pretrained minus "
+        "random weights of the same size and vocabulary, 95% paired bootstrap interval drawing the "
+        "seeds (a model's seed s with the other's: the same training subset) and the test "
+        "sentences, and a paired permutation test; gain_items_only: the interval over the test "
+        "sentences alone (the seeds' mean)",
+        "by_fraction": gains,
+    }
+
+
+def _row(row: dict) -> dict:
+    return {k: row[k] for k in ("lr", "mean", "std", "values")} | {
+        "sweep": row["sweep"]["trials"],
+        "ties": row["sweep"]["ties"],
+    }
+
+
+def plot_gain(results: dict, path: Path) -> None:
+    """Left: every seed's test F1, pretrained and random weights, against words of pretraining
+    text (log axis). Right: the gain with its interval, the published amounts of text marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fine = results["finetune"]["by_fraction"]
+    words = [results["runs"][f]["words"] for f in fine]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
+    for k, (row, colour) in enumerate((("pretrained", "C0"), ("random", "C2"))):
+        for w, f in zip(words, fine.values()):
+            values = f[row]["values"]
+            left.scatter([w * (1.06 if k else 1 / 1.06)] * len(values), values, s=12,
+                         color=colour, alpha=0.6, label=row if w == words[0] else None)  # fmt: skip
+        left.plot([w * (1.06 if k else 1 / 1.06) for w in words],
+                  [f[row]["mean"] for f in fine.values()], color=colour, lw=1)  # fmt: skip
+    left.set_xscale("log")
+    left.set(xlabel="words of pretraining text (log)", ylabel=f"{TASK} test span F1",
+             title=f"each seed at {SIZE} labelled sentences (line: mean)")  # fmt: skip
+    left.legend(fontsize=8)
+    gain = [fine[f]["gain"] for f in fine]
+    right.errorbar(words, [g["difference"] for g in gain],
+                   yerr=[[g["difference"] - g["low"] for g in gain],
+                         [g["high"] - g["difference"] for g in gain]],
+                   marker="o", capsize=4, label="measured here: the course recipe, 30,000 steps")  # fmt: skip
+    right.axhline(0, color="grey", lw=1)
+    for x, label in PUBLISHED:
+        right.axvline(x, color="C3", ls=":", lw=1)
+        right.text(x, 0.02, "published: " + label, transform=right.get_xaxis_transform(),
+                   fontsize=7, ha="right", va="bottom", rotation=90, color="C3")  # fmt: skip
+    right.set_xscale("log")
+    right.set_xlim(2e4, 1e10)
+    right.set(xlabel="words of pretraining text (log)", ylabel="F1: pretrained - random",
+              title="the gain, 95% interval over seeds and sentences")  # fmt: skip
+    right.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="stage", required=True)
-    ex = sub.add_parser("export", help="the Wikipedia articles as .txt files")
-    ex.add_argument("folder", type=Path)
+    ex = sub.add_parser("export", help="the Wikipedia articles as one JSON file")
+    ex.add_argument("file", type=Path)
     pre = sub.add_parser("pretrain", help="the four pretraining runs (resumable)")
-    pre.add_argument("--corpus", default="wikipedia", help="'wikipedia' or an exported folder")
+    pre.add_argument("--corpus", default="wikipedia", help="'wikipedia', a dump or a folder")
+    pre.add_argument("--articles", type=Path, default=None,
+                     help="the Wikipedia articles from `export FILE` (a machine without gensim)")  # fmt: skip
     pre.add_argument("--runs", type=Path, default=RUNS)
     pre.add_argument("--parallel", type=int, default=1, help="runs side by side")
     pre.add_argument("--device", default=None, help="cpu or cuda (default: the GPU if present)")
     pre.add_argument("--threads", type=int, default=2, help="torch threads per run")
     pre.add_argument("--smoke", action="store_true", help="40 steps: check the stage runs")
+    pre.add_argument("--fractions", type=float, nargs="+", default=FRACTIONS,
+                     help="the shares to run (default: all four)")  # fmt: skip
     col = sub.add_parser("collect", help="the runs' held-out curves and baselines: results")
     col.add_argument("--corpus", default="wikipedia", help="the corpus the runs read")
     col.add_argument("--runs", type=Path, default=RUNS)
     col.add_argument("--machine", default=None, help="where the runs ran (default: this machine)")
+    fin = sub.add_parser("finetune", help="the gain over random weights: results + figure")
+    fin.add_argument("--runs", type=Path, default=RUNS)
+    fin.add_argument("--seeds", type=int, default=10)
+    fin.add_argument("--jobs", type=int, default=1, help="models fine-tuned side by side")
     args = parser.parse_args(argv)
     if args.stage == "export":
-        export(args.folder)
+        export(args.file)
     elif args.stage == "pretrain":
-        pretrain_all(args.corpus, args.runs, args.parallel, args.device, args.threads, args.smoke)
+        pretrain_all(args.corpus, args.runs, args.parallel, args.device, args.threads, args.smoke,
+                     args.fractions, args.articles)  # fmt: skip
     elif args.stage == "collect":
         machine = args.machine or f"{platform.machine()}, {os.cpu_count()} CPUs, no GPU"
         results = {**collect(args.corpus, args.runs), "machine": machine,
@@ -287,6 +437,20 @@ def main(argv: list[str] | None = None) -> None:
                 f"text {name:>5} ({run['words']:>7,} words): {run['status']}; step {last['step']:,}: "
                 f"[MASK] top-1 {last['mask_accuracy']:.1%} (n-gram {run['ngram_mask_accuracy']:.1%}), "
                 f"training loss {run['train_loss_last_500']:.2f}, held-out MLM loss {last['mlm_loss']:.2f}"
+            )
+    elif args.stage == "finetune":
+        path = RESULTS / "pretraining_scale.json"
+        results = json.loads(path.read_text())
+        results["finetune"] = finetune_curve(args.runs, args.seeds, args.jobs)
+        path.write_text(json.dumps(results, indent=1) + "\n")
+        plot_gain(results, RESULTS / "pretraining_scale_gain.png")
+        for fraction, f in results["finetune"]["by_fraction"].items():
+            g, pre, rand = f["gain"], f["pretrained"], f["random"]
+            print(
+                f"text {fraction:>5} ({results['runs'][fraction]['words']:>7,} words): "
+                f"pretrained {pre['mean']:.3f} (sd {pre['std']:.3f}, lr {pre['lr']:g}), random "
+                f"{rand['mean']:.3f} (sd {rand['std']:.3f}, lr {rand['lr']:g}); gain "
+                f"{g['difference']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}] p={g['p']:.4f}"
             )
 
 

@@ -194,19 +194,24 @@ def _paired(a: Sequence, b: Sequence) -> torch.Tensor:
 
 
 def paired_bootstrap(
-    a: Sequence, b: Sequence, resamples: int = 2000, level: float = 0.95, seed: int = 0
-) -> tuple[float, float, float]:
+    a: Sequence, b: Sequence, resamples: int = 2000, level: float = 0.95, seed: int = 0,
+    resample_seeds: bool = False,
+) -> tuple[float, float, float]:  # fmt: skip
     """mean(b) - mean(a) and its percentile bootstrap interval, the test items resampled with both
     models scored on each resample. a, b: (items,) per-item scores (1/0 right, or a per-item F1),
     or (seeds, items): the seeds averaged within each resample (the interval then holds the
-    items' variation, and the seeds' mean). Returns (difference, low, high)."""
+    items' variation, and the seeds' mean); with resample_seeds, the seeds are drawn too (a's and
+    b's seed s together: the same training subset), so it holds the runs' variation as well.
+    Returns (difference, low, high)."""
     if resamples < 100 or not 0 < level < 1:
         raise ValueError(f"resamples must be >= 100 and level in (0, 1), got {resamples} and {level}")  # fmt: skip
     gaps = _paired(a, b)
     n = gaps.shape[-1]
     g = torch.Generator().manual_seed(seed)
     picks = torch.randint(n, (resamples, n), generator=g)  # (resamples, items)
-    means = gaps[:, picks].mean(dim=(0, 2))  # (resamples,): over seeds and resampled items
+    runs = _seed_picks(gaps.shape[0], resamples, g, resample_seeds)  # (resamples, seeds)
+    by_seed = gaps[:, picks].mean(2)  # (seeds, resamples): each seed on the resampled items
+    means = by_seed.gather(0, runs.T).mean(0)  # (resamples,): over the drawn seeds
     tail = (1 - level) / 2
     low, high = torch.quantile(means, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
     return float(gaps.mean()), low, high
@@ -225,6 +230,15 @@ def paired_sign_flip_test(a: Sequence, b: Sequence, resamples: int = 10000, seed
     return (extreme + 1) / (resamples + 1)
 
 
+def _seed_picks(seeds: int, resamples: int, g: torch.Generator, draw: bool) -> torch.Tensor:
+    """(resamples, seeds) seed indices: each resample's seeds drawn with replacement, or all."""
+    if not draw:
+        return torch.arange(seeds).expand(resamples, seeds)
+    if seeds < 2:
+        raise ValueError("resampling the seeds needs at least two seeds")
+    return torch.randint(seeds, (resamples, seeds), generator=g)
+
+
 def _f1_of_counts(counts: torch.Tensor) -> torch.Tensor:
     """F1 from summed (..., 3) counts of (true positives, false positives, false negatives)."""
     tp, fp, fn = counts.unbind(-1)
@@ -233,12 +247,14 @@ def _f1_of_counts(counts: torch.Tensor) -> torch.Tensor:
 
 
 def paired_bootstrap_f1(
-    a: Sequence, b: Sequence, resamples: int = 2000, level: float = 0.95, seed: int = 0
-) -> tuple[float, float, float]:
+    a: Sequence, b: Sequence, resamples: int = 2000, level: float = 0.95, seed: int = 0,
+    resample_seeds: bool = False,
+) -> tuple[float, float, float]:  # fmt: skip
     """F1(b) - F1(a) and its percentile bootstrap interval, for a measure that is not a mean of
     per-item scores: a, b are (seeds, items, 3) counts of (tp, fp, fn) per test item (a sentence's
     words, say). Each resample draws items with replacement; each seed's F1 is computed on the
-    summed counts of the drawn items, and the seeds' F1 averaged. Returns (difference, low, high)."""
+    summed counts of the drawn items, and the seeds' F1 averaged (with resample_seeds, over seeds
+    drawn with replacement, a's and b's together). Returns (difference, low, high)."""
     if resamples < 100 or not 0 < level < 1:
         raise ValueError(f"resamples must be >= 100 and level in (0, 1), got {resamples} and {level}")  # fmt: skip
     a, b = (torch.as_tensor(x, dtype=torch.float64) for x in (a, b))
@@ -250,9 +266,10 @@ def paired_bootstrap_f1(
     gaps = _f1_of_counts(b[:, picks].sum(2)) - _f1_of_counts(
         a[:, picks].sum(2)
     )  # (seeds, resamples)
+    runs = _seed_picks(a.shape[0], resamples, g, resample_seeds)  # (resamples, seeds)
     tail = (1 - level) / 2
     qs = torch.tensor([tail, 1 - tail], dtype=torch.float64)
-    low, high = torch.quantile(gaps.mean(0), qs).tolist()
+    low, high = torch.quantile(gaps.gather(0, runs.T).mean(0), qs).tolist()
     observed = _f1_of_counts(b.sum(1)) - _f1_of_counts(a.sum(1))  # (seeds,)
     return float(observed.mean()), low, high
 

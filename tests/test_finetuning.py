@@ -311,3 +311,20 @@ def test_the_paired_bootstrap_of_f1_on_known_cases():
     assert two[0] == pytest.approx(1 / 6)
     with pytest.raises(ValueError, match="seeds, items, 3"):
         finetuning.paired_bootstrap_f1([[1, 0, 1]], [[1, 0, 1]])
+
+
+def test_the_bootstraps_can_draw_the_seeds_too():
+    """Items alike, runs not: over the items alone the interval is a point (the seeds' mean);
+    with the seeds drawn as well it spans what the runs disagree on."""
+    zeros, ones = [0] * 50, [1] * 50
+    a, b = [zeros, zeros], [ones, zeros]  # seed 0: b right everywhere; seed 1: the same as a
+    assert finetuning.paired_bootstrap(a, b, resamples=400) == (0.5, 0.5, 0.5)
+    diff, low, high = finetuning.paired_bootstrap(a, b, resamples=400, resample_seeds=True)
+    assert (diff, low, high) == (0.5, 0.0, 1.0)  # both seeds drawn 0 or both 1: 5% tails reached
+    same, better = [[1, 0, 1]] * 30, [[2, 0, 0]] * 30  # F1 2/3 and 1 on every item
+    a3, b3 = [same, same], [better, same]  # F1 gaps +1/3 and 0
+    assert finetuning.paired_bootstrap_f1(a3, b3, resamples=400)[1:] == pytest.approx((1 / 6,) * 2)
+    diff, low, high = finetuning.paired_bootstrap_f1(a3, b3, resamples=400, resample_seeds=True)
+    assert diff == pytest.approx(1 / 6) and (low, high) == pytest.approx((0.0, 1 / 3))
+    with pytest.raises(ValueError, match="two seeds"):
+        finetuning.paired_bootstrap([ones], [zeros], resample_seeds=True)
