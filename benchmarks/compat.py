@@ -6,6 +6,8 @@
     python benchmarks/compat.py --table              # the README's table from the results
     python benchmarks/compat.py --pythons python3.12 --notebooks-again
                                                      # nbval only, in a recorded environment
+    python benchmarks/compat.py --pythons python3.10 --failed-again
+                                                     # only the unit tests that failed there
     python benchmarks/compat.py --pythons python3.11 --torch 2.2.2 --notebook notebooks/03_encoder.ipynb
                                                      # the lower bound: unit tests + one notebook
     nohup python benchmarks/compat.py > compat.log & # hours: about 30 minutes a Python on 2 cores
@@ -65,14 +67,21 @@ def size(folder: Path) -> int:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
 
 
+def venv_of(key: str) -> Path:
+    """A row's environment: 'python3.12' -> build/compat/312, 'python3.11 + torch 2.6.0' ->
+    build/compat/311-torch2.6.0."""
+    python, _, torch = key.partition(" + torch ")
+    name = python.removeprefix("python").replace(".", "") + (f"-torch{torch}" if torch else "")
+    return ROOT / "build" / "compat" / name
+
+
 def one(
     python: str, interpreter: str, torch: str | None = None, notebook: str | None = None
 ) -> dict:
     """Set up and test one Python as the README says; its row. With torch (a version), that torch
     (and numpy < 2 for a torch before 2.3, which was built against numpy 1) in its own environment,
     then the unit tests and nbval on one notebook: the lower bound the package claims."""
-    name = python.removeprefix("python").replace(".", "") + (f"-torch{torch}" if torch else "")
-    venv = ROOT / "build" / "compat" / name
+    venv = venv_of(python + (f" + torch {torch}" if torch else ""))
     make = ["make", f"PYTHON={interpreter}", f"VENV={venv}"]
     if torch:  # torch before 2.3 was built against numpy 1: numpy < 2 beside it
         old = tuple(int(n) for n in torch.split(".")[:2]) < (2, 3)
@@ -112,7 +121,7 @@ def notebooks_again(python: str, row: dict) -> dict:
     """Rerun nbval only, in the environment a recorded row built (after a fix that touches only
     the notebooks or their checks); the row with its notebooks' counts, failures and verdict
     replaced and the rerun noted."""
-    venv = ROOT / "build" / "compat" / python.removeprefix("python").replace(".", "")
+    venv = venv_of(python)
     started = time.monotonic()
     make = ["make", f"PYTHON={row['interpreter']}", f"VENV={venv}", "nbval"]
     done = subprocess.run(make, cwd=ROOT, capture_output=True, text=True)
@@ -130,6 +139,32 @@ def notebooks_again(python: str, row: dict) -> dict:
     }  # fmt: skip
 
 
+def failed_again(python: str, row: dict) -> dict:
+    """Rerun only the unit tests a recorded row failed, in its environment (after fixes to those
+    tests or to what they test); the row with the rerun's counts noted and its verdict replaced.
+    The first run's counts stay: the table shows both."""
+    venv = venv_of(python)
+    tests = row.get("failed_rerun", {}).get("tests") or [
+        f for f in row.get("failures", []) if not f.startswith("notebooks/")
+    ]  # a second rerun reruns the first one's tests
+    if not tests:
+        return row
+    started = time.monotonic()
+    done = subprocess.run([f"{venv}/bin/python", "-m", "pytest", *tests], cwd=ROOT,
+                          capture_output=True, text=True)  # fmt: skip
+    summaries = [m for line in done.stdout.splitlines() if (m := SUMMARY.match(line))]
+    again = counts(summaries[-1].group(1)) if summaries else None
+    notebook_failures = [f for f in row["failures"] if f.startswith("notebooks/")]
+    failed = re.findall(r"^FAILED (\S+)", done.stdout, flags=re.MULTILINE)
+    return row | {
+        "failures": (failed + notebook_failures)[:20],
+        "passed": done.returncode == 0 and bool(again) and not notebook_failures
+        and bool(row.get("notebooks")) and "failed" not in row["notebooks"],
+        "failed_rerun": {"tests": tests, "result": again, "seconds": round(time.monotonic() - started),
+                         "date": time.strftime("%Y-%m-%d")},
+    }  # fmt: skip
+
+
 def _tally(c: dict | None) -> str:
     """{'passed': 912, 'skipped': 2} as '912 passed, 2 skipped'; '-' when the tests did not run."""
     return ", ".join(f"{n:,} {word}" for word, n in c.items()) if c else "-"
@@ -144,9 +179,13 @@ def table(results: dict) -> str:
             lines.append(f"| {python} | set-up failed | | | | {row['setup_seconds']} s | | |")
             continue
         only = f" ({Path(row['notebook']).stem} only)" if row.get("notebook") else ""
+        again = " (run again after a fix)" if row.get("notebooks_rerun") else ""
+        unit = _tally(row.get("unit"))
+        if row.get("failed_rerun"):  # the failed tests run again after their fixes
+            unit += f"; those failed, again: {_tally(row['failed_rerun']['result'])}"
         lines.append(
-            f"| {row['python']} | {row['torch']} | {row['numpy']} | {_tally(row.get('unit'))} | "
-            f"{_tally(row.get('notebooks'))}{only} | {row['setup_seconds'] / 60:.0f} min | "
+            f"| {row['python']} | {row['torch']} | {row['numpy']} | {unit} | "
+            f"{_tally(row.get('notebooks'))}{only}{again} | {row['setup_seconds'] / 60:.0f} min | "
             f"{row['test_seconds'] / 60:.0f} min | {row['environment_bytes'] / 1e9:.1f} GB |"
         )
     return "\n".join(lines)
@@ -163,20 +202,24 @@ def main() -> None:
     parser.add_argument("--notebook", help="nbval on this notebook only (with --torch)")
     parser.add_argument("--notebooks-again", action="store_true",
                         help="rerun nbval only for the Pythons recorded, in their environments")  # fmt: skip
+    parser.add_argument("--failed-again", action="store_true",
+                        help="rerun only the unit tests each recorded Python failed")  # fmt: skip
     args = parser.parse_args()
     done = json.loads(OUT.read_text()) if OUT.exists() else {"runs": {}}
     if args.table:
         print(table(done))
         return
-    if args.notebooks_again:
+    if args.notebooks_again or args.failed_again:
+        again = notebooks_again if args.notebooks_again else failed_again
         for python in args.pythons:
             if python not in done["runs"]:
                 continue
-            row = notebooks_again(python, done["runs"][python])
+            row = again(python, done["runs"][python])
             done = json.loads(OUT.read_text())  # another run's rows kept
             done["runs"][python] = row
             OUT.write_text(json.dumps(done, indent=1) + "\n")
-            print(f"{python}: notebooks again: {_tally(row['notebooks'])}", flush=True)
+            print(f"{python}: again: {'passed' if row['passed'] else 'FAILED'} "
+                  f"{row.get('failed_rerun', row.get('notebooks'))}", flush=True)  # fmt: skip
         return
     done["machine"] = f"{platform.machine()}, {platform.processor() or 'cpu'}, {sys.platform}"
     for python in args.pythons:

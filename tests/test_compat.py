@@ -46,3 +46,14 @@ def test_the_readme_shows_the_recorded_rows():
     recorded = ROOT / "benchmarks" / "results" / "compat.json"
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert compat.table(json.loads(recorded.read_text(encoding="utf-8"))) in readme
+
+
+def test_a_rerun_of_the_failed_tests_shows_beside_the_first_count_and_finds_its_environment():
+    row = {"python": "3.10.13", "torch": "2.13.0+cu130", "numpy": "2.2.6",
+           "unit": {"failed": 6, "passed": 993}, "notebooks": {"passed": 194},
+           "failed_rerun": {"tests": ["tests/test_site.py::test_x"], "result": {"passed": 6}},
+           "setup_seconds": 169, "test_seconds": 3855, "environment_bytes": 5.8e9}  # fmt: skip
+    (line,) = compat.table({"runs": {"python3.10": row}}).splitlines()[2:]
+    assert "| 6 failed, 993 passed; those failed, again: 6 passed | 194 passed |" in line
+    assert compat.venv_of("python3.10") == ROOT / "build" / "compat" / "310"
+    assert compat.venv_of("python3.11 + torch 2.6.0").name == "311-torch2.6.0"

@@ -118,6 +118,13 @@ def special_token_after_cleaning(text: str) -> bool:
     return any(cleaned.count(t) > text.count(t) for t in SPECIAL_TOKENS)
 
 
+def unassigned_here(text: str) -> bool:
+    """A character this Python's Unicode tables do not know (Cn: U+1FAE0, an emoji of Unicode 14,
+    on Python 3.10's Unicode 13), which BERT's cleaning drops as a control character and the Rust
+    tokenizer's own, newer tables keep (as in test_tokenization.py)."""
+    return any(unicodedata.category(c) == "Cn" for c in text)
+
+
 def word_spans(offsets, word_ids, sequence_ids) -> dict:
     """(sequence, word) -> (start, end) of the whole word, from its pieces' offsets."""
     spans: dict = {}
@@ -163,11 +170,12 @@ def test_offsets_match_rust_tokenizer(folder, config):
             compared += 1
             continue
         lowercase, strip_accents = CONFIGS[config]
-        explained = final_sigma(text) or special_token_after_cleaning(text)
+        unknown_here = unassigned_here(text)
+        explained = final_sigma(text) or special_token_after_cleaning(text) or unknown_here
         if not (lowercase if strip_accents is None else strip_accents):  # NFC, never NFD
             explained |= not unicodedata.is_normalized("NFC", text)
         assert explained, repr(text)
-        if not special_token_after_cleaning(text):  # the same words, cut in other pieces
+        if not (special_token_after_cleaning(text) or unknown_here):  # the same words, other pieces
             ours_ = word_spans(enc.offsets, enc.word_ids, enc.sequence_ids)
             assert ours_ == word_spans(expected["offsets"], out.word_ids(), out.sequence_ids())
             by_word += 1

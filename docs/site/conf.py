@@ -69,5 +69,16 @@ def _literal_blocks(app, what, name, obj, options, lines):
             lines[i:i] = ["", " " * indent + "::"]  # a literal block after a plain paragraph
 
 
+def _only_modules_with_source(app):
+    """Drop the modules viewcode found no source for (such as builtins) before it writes its
+    pages: Sphinx before 8.2 (the newest for Python 3.10) lists them in the index of module code,
+    linking to pages it never writes."""
+    modules = getattr(app.builder.env, "_viewcode_modules", {})
+    for name in [name for name, entry in modules.items() if not entry]:
+        del modules[name]
+    return []
+
+
 def setup(app):
     app.connect("autodoc-process-docstring", _literal_blocks)
+    app.connect("html-collect-pages", _only_modules_with_source, priority=400)  # before viewcode
