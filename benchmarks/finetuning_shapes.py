@@ -3,8 +3,15 @@ pair) and wiki-qa (a span of a context), each from MiniLM, the course checkpoint
 of the course checkpoint's size, at several training sizes, beside the task's baselines; and the
 review domain's token and sentence tasks (review-capitalisation, rotten-tomatoes), where the course
 checkpoint continued on review text (course-reviews) joins them: domain crossed with task shape.
-Each model also has a frozen-feature probe (``MODEL-probe``: the encoder frozen, a linear head on
-the mean of a text's last hidden states, or on each word's own, trained by the same protocol).
+The rows: random weights of the course checkpoint's size and vocabulary (scratch), the course
+checkpoint, course-reviews, the self-pretrained model (``self``: the course's architecture
+pretrained on the review text alone with its own vocabulary, made in runs/self by the command in
+pretraining_candidates.py's docstring, 27 minutes on one thread; ``self-scratch``: random weights
+with its vocabulary), MiniLM and random weights of MiniLM's size (minilm-scratch). Each pretrained
+row is compared with random weights of its own size and vocabulary. Each model also has a
+frozen-feature probe (``MODEL-probe``: the encoder frozen, a linear head on the mean of a text's
+last hidden states, or on each word's own, trained by the same protocol), compared with the probe
+of its random partner.
 
     python benchmarks/finetuning_shapes.py                       # the three shapes (hours on 2 cores)
     python benchmarks/finetuning_shapes.py --tasks review-capitalisation rotten-tomatoes \
@@ -49,10 +56,15 @@ from minibert.tokenization import BertTokenizer
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT = RESULTS / "finetuning_shapes.json"
 CACHE = Path("runs") / "finetuning_shapes"  # one file per run (ignored by git)
+SELF = Path("runs") / "self"  # made by the command in the docstring (not committed)
 MODELS = {"minilm": ("minilm", False), "course": ("course", False), "scratch": ("course", True),
-          "course-reviews": ("course-reviews", False), "minilm-scratch": ("minilm", True)}  # fmt: skip
-RATES = {"minilm": (3e-5, 1e-4), "course": (3e-4, 1e-3, 3e-3), "scratch": (3e-4, 1e-3, 3e-3),
-         "course-reviews": (3e-4, 1e-3, 3e-3), "minilm-scratch": (1e-4, 3e-4)}  # fmt: skip
+          "course-reviews": ("course-reviews", False), "minilm-scratch": ("minilm", True),
+          "self": (str(SELF), False), "self-scratch": (str(SELF), True)}  # fmt: skip
+SMALL = (3e-4, 1e-3, 3e-3)  # the course-size models' rates
+RATES = {"minilm": (3e-5, 1e-4), "course": SMALL, "scratch": SMALL, "course-reviews": SMALL,
+         "minilm-scratch": (1e-4, 3e-4), "self": SMALL, "self-scratch": SMALL}  # fmt: skip
+RANDOM = {"minilm": "minilm-scratch", "self": "self-scratch"}  # random weights of the same size
+# and vocabulary (the others': scratch); each pretrained row is compared with its own
 # a frozen-feature probe of each model ("course-probe"): its encoder frozen, a linear head trained
 # on the mean of a text's last hidden states (a word task: each word's own), the same protocol
 for _name, _folder in list(MODELS.items()):
@@ -322,21 +334,30 @@ class _TestItems:
         return [per_item(self.task, self.gold["minilm"], self.baselines["minilm"][name])] * seeds
 
 
+def random_partner(model: str) -> str | None:
+    """The row a model is compared with: random weights of its own size and vocabulary, trained
+    the same way (a probe with a probe); None for a row of random weights."""
+    base, probe = model.removesuffix("-probe"), "-probe" if model.endswith("-probe") else ""
+    if base.endswith("scratch"):
+        return None
+    return RANDOM.get(base, "scratch") + probe
+
+
 def intervals(done: dict) -> dict:
-    """For every task and size: each model minus random weights of its size (scratch), and
-    MiniLM minus each baseline, paired over the test items with the seeds averaged."""
+    """For every task and size: each pretrained row minus random weights of its size and
+    vocabulary (``random_partner``), and MiniLM minus each baseline, paired over the test items
+    with the seeds averaged."""
     out: dict = {}
     for task, rows in done.get("table", {}).items():
         items = _TestItems(done, task)
         models = [m for m in rows if m != "baselines" and "epochs" not in m]
         for size in ORDER:
             found = {m: items.row(m, size) for m in models}
-            scratch = found.get("scratch")
             for model, b in found.items():
-                if model != "scratch" and b and scratch and len(b) == len(scratch):
-                    out.setdefault(task, {}).setdefault(size, {})[f"{model} - scratch"] = paired(
-                        task, scratch, b
-                    )
+                a = found.get(random_partner(model) or "")
+                if b and a and len(b) == len(a) and len(b[0]) == len(a[0]):
+                    name = f"{model} - {random_partner(model)}"
+                    out.setdefault(task, {}).setdefault(size, {})[name] = paired(task, a, b)
             if found.get("minilm"):
                 for base in rows.get("baselines", {}):
                     a = items.baseline(base, len(found["minilm"]))
@@ -377,7 +398,7 @@ def plot(done: dict, path: Path) -> None:
 
     table = done["table"]
     colours = {"minilm": "C0", "course": "C1", "scratch": "C2", "course-reviews": "C5",
-               "minilm-scratch": "C6"}  # fmt: skip
+               "minilm-scratch": "C6", "self": "C4", "self-scratch": "C3"}  # fmt: skip
     columns = min(3, len(table))
     lines = -(-len(table) // columns)
     fig, axes = plt.subplots(lines, columns, figsize=(5 * columns, 4 * lines), squeeze=False)
