@@ -293,19 +293,22 @@ def per_item(task: str, gold: list, predictions: list) -> list:
     return [float(g == p) for g, p in zip(gold, predictions)]
 
 
-def paired(task: str, a: list, b: list, resample_seeds: bool = False) -> dict:
+def paired(task: str, a: list, b: list, resample_seeds: bool = False, both: bool = False) -> dict:
     """b - a with its 95% paired bootstrap interval and a paired test (a, b: seeds x items); with
-    resample_seeds the interval draws the seeds too (the runs' variation, not only the items')."""
+    resample_seeds the interval draws the seeds too (the runs' variation, not only the items');
+    with both, the items' interval and the seeds-and-items one (seeds_low, seeds_high)."""
     from minibert import finetuning
 
-    if task in COUNTED or task == "wiki-mentions":
-        gap, low, high = finetuning.paired_bootstrap_f1(a, b, resample_seeds=resample_seeds)
-        p = finetuning.paired_permutation_test_f1(a, b)
-    else:
-        gap, low, high = finetuning.paired_bootstrap(a, b, resample_seeds=resample_seeds)
-        p = finetuning.paired_sign_flip_test(a, b)
+    f1 = task in COUNTED or task == "wiki-mentions"
+    bootstrap = finetuning.paired_bootstrap_f1 if f1 else finetuning.paired_bootstrap
+    test = finetuning.paired_permutation_test_f1 if f1 else finetuning.paired_sign_flip_test
+    gap, low, high = bootstrap(a, b, resample_seeds=resample_seeds)
     scale = 100 if task == "wiki-qa" else 1  # in the table's unit (SQuAD: percent)
-    return {"difference": gap * scale, "low": low * scale, "high": high * scale, "p": p}
+    out = {"difference": gap * scale, "low": low * scale, "high": high * scale, "p": test(a, b)}
+    if both:
+        _, low, high = bootstrap(a, b, resample_seeds=True)
+        out |= {"seeds_low": low * scale, "seeds_high": high * scale}
+    return out
 
 
 class _TestItems:
@@ -345,8 +348,9 @@ def random_partner(model: str) -> str | None:
 
 def intervals(done: dict) -> dict:
     """For every task and size: each pretrained row minus random weights of its size and
-    vocabulary (``random_partner``), and MiniLM minus each baseline, paired over the test items
-    with the seeds averaged."""
+    vocabulary (``random_partner``), paired over the test items with the seeds averaged, and over
+    the seeds and the items (a's and b's seed s drawn together: the same training subset); and
+    MiniLM minus each baseline, over the items."""
     out: dict = {}
     for task, rows in done.get("table", {}).items():
         items = _TestItems(done, task)
@@ -357,7 +361,9 @@ def intervals(done: dict) -> dict:
                 a = found.get(random_partner(model) or "")
                 if b and a and len(b) == len(a) and len(b[0]) == len(a[0]):
                     name = f"{model} - {random_partner(model)}"
-                    out.setdefault(task, {}).setdefault(size, {})[name] = paired(task, a, b)
+                    out.setdefault(task, {}).setdefault(size, {})[name] = paired(
+                        task, a, b, both=True
+                    )
             if found.get("minilm"):
                 for base in rows.get("baselines", {}):
                     a = items.baseline(base, len(found["minilm"]))
@@ -383,8 +389,10 @@ def report(done: dict) -> None:
             print(f"  {model:<26} " + "   ".join(cells))
         for size, pairs in done["intervals"].get(task, {}).items():
             for name, p in pairs.items():
+                seeds = (f"; seeds too [{p['seeds_low']:+.3f}, {p['seeds_high']:+.3f}]"
+                         if "seeds_low" in p else "")  # fmt: skip
                 print(f"  {size:>4} {name:<28} {p['difference']:+.3f} "
-                      f"[{p['low']:+.3f}, {p['high']:+.3f}] p={p['p']:.4f}")  # fmt: skip
+                      f"[{p['low']:+.3f}, {p['high']:+.3f}] p={p['p']:.4f}{seeds}")  # fmt: skip
     save(done)
     plot(done, OUT.with_suffix(".png"))
 

@@ -58,3 +58,6 @@ def test_intervals_compare_probes_with_probes(monkeypatch):
     assert set(found) == {"course - scratch", "course-probe - scratch-probe"}
     assert found["course-probe - scratch-probe"]["difference"] == pytest.approx(2 / 3)
     assert found["course - scratch"]["difference"] == 0
+    # the same two seeds agree, so drawing the seeds too gives the items' interval again
+    probe = found["course-probe - scratch-probe"]
+    assert (probe["seeds_low"], probe["seeds_high"]) == (probe["low"], probe["high"])
