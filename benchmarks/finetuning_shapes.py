@@ -29,9 +29,13 @@ grid's edge widens the grid, at most twice), then seeds 1 and 2 run at that rate
 kept within a run is chosen by the same measure; test never chooses anything. A subset of the
 training items is drawn afresh for each seed. Each run is written to the cache folder as soon as it
 ends (``--cache``, one file per run) and gathered into benchmarks/results/finetuning_shapes.json,
-and a run already there is not run again, so an interrupted benchmark resumes. The baselines are
-scored on the same test items. ``--report`` adds the paired intervals (test items resampled, seeds
-averaged) and draws finetuning_shapes.png: each task's test score against the training size.
+and a run already there is not run again, so an interrupted benchmark resumes; on a fresh clone the
+committed results file's runs are first written into the cache, so the table's runs are not made
+again. The baselines are scored on the same test items, built from all the training items and
+again, at each size, from the subset each seed's run saw (``baselines_by_size``: a model is set
+against the rules that had its labels). ``--report`` adds the paired intervals
+(test items resampled, seeds averaged) and draws finetuning_shapes.png: each task's test score
+against the training size.
 """
 
 from __future__ import annotations
@@ -181,6 +185,29 @@ def baselines(task_name: str) -> dict:
     return {n: s[HEADLINE[task_name]] for n, s in task.baseline_scores(data, tok).items()}
 
 
+def baselines_by_size(task_name: str, sizes: tuple, seeds: int = 3) -> dict:
+    """Each baseline built from the labelled items a model saw at each size (seed k draws the
+    subset of seed k's run), scored on the test items: {size: {baseline: [a score per seed]}}."""
+    task = tasks.get(task_name)
+    course = task_name in AS_FINETUNING_PY  # scored at the words of finetuning.py's runs
+    tok = BertTokenizer.from_pretrained(
+        assets.course_checkpoint() if course else assets.path("minilm")
+    )
+    measure = HEADLINE.get(task_name, "f1")
+    out: dict[str, dict[str, list[float]]] = {}
+    for size in (s for s in sizes if s is not None):
+        for seed in range(seeds):
+            data = task.datasets(tok, AS_FINETUNING_PY.get(task_name, task.max_length), size, seed)
+            for name, scores in task.baseline_scores(data, tok).items():
+                out.setdefault(str(size), {}).setdefault(name, []).append(scores[measure])
+    return out
+
+
+RULES_TOO = {"review-capitalisation": "capitalisation"}  # its Wikipedia twin (finetuning.py's
+# runs, lesson 8's grid) gets its baselines at the same sizes here, at the words those runs score:
+AS_FINETUNING_PY = {"capitalisation": 64}  # the course's pieces, a sentence cut at 64 of them
+
+
 def gather(cache: Path) -> dict:
     """The results file, with every run in the cache folder added to its runs."""
     done = json.loads(OUT.read_text()) if OUT.exists() else {"runs": {}, "table": {}}
@@ -188,6 +215,17 @@ def gather(cache: Path) -> dict:
         key = file.stem.replace("_", "/")
         done["runs"].setdefault(key, json.loads(file.read_text()))
     return done
+
+
+def seed_cache(results: Path, cache: Path) -> int:
+    """Write each run of a results file that the cache folder lacks into it, so that a fresh
+    clone resumes from the committed runs instead of running them again. Returns how many."""
+    runs = json.loads(results.read_text())["runs"] if results.exists() else {}
+    missing = {key: run for key, run in runs.items()
+               if not (cache / (key.replace("/", "_") + ".json")).exists()}  # fmt: skip
+    for key, run in missing.items():
+        (cache / (key.replace("/", "_") + ".json")).write_text(json.dumps(run) + "\n")
+    return len(missing)
 
 
 def save(done: dict) -> None:
@@ -221,6 +259,8 @@ def main() -> None:
     args = parser.parse_args()
     OUT = args.out
     args.cache.mkdir(parents=True, exist_ok=True)
+    if seeded := seed_cache(RESULTS / "finetuning_shapes.json", args.cache):
+        print(f"{seeded} runs from the committed results written into {args.cache}", flush=True)
     done = gather(args.cache)
     if args.report:
         return report(done)
@@ -230,6 +270,9 @@ def main() -> None:
     table = done.setdefault("table", {})
     for task in args.tasks:
         table.setdefault(task, {})["baselines"] = baselines(task)
+    rules = done.setdefault("baselines_by_size", {})
+    for task in [*args.tasks, *(RULES_TOO[t] for t in args.tasks if t in RULES_TOO)]:
+        rules[task] = baselines_by_size(task, SIZES.get(task, (64, 256, 1024)), args.seeds)
     jobs = []
     work = Path(tempfile.mkdtemp())
     for task in args.tasks:
@@ -387,6 +430,9 @@ def report(done: dict) -> None:
             cells = [f"{s}: {by_size[s]['mean']:.3f} ({by_size[s]['std']:.3f}; {by_size[s]['lr']:g})"
                      for s in ORDER if s in by_size]  # fmt: skip
             print(f"  {model:<26} " + "   ".join(cells))
+        for size, by_name in done.get("baselines_by_size", {}).get(task, {}).items():
+            print(f"  baselines from the {size} items a run saw (mean of the seeds' subsets): "
+                  + ", ".join(f"{n} {statistics.mean(v):.3f}" for n, v in by_name.items()))  # fmt: skip
         for size, pairs in done["intervals"].get(task, {}).items():
             for name, p in pairs.items():
                 seeds = (f"; seeds too [{p['seeds_low']:+.3f}, {p['seeds_high']:+.3f}]"

@@ -125,6 +125,24 @@ def test_capitalisation_baselines_score_the_labelled_words(course_tok):
     assert got["always lower-case"]["confusion"] == [[2, 0], [2, 0]]
     assert got["per-word majority"]["confusion"] == [[2, 0], [1, 1]]  # Paris right, France not
     assert got["per-word majority"]["accuracy"] == 0.75
+    assert got["sentence starts"]["confusion"] == [[2, 0], [1, 1]]  # Paris only: France is inside
+    assert got["sentence starts or per-word"]["confusion"] == [[2, 0], [1, 1]]
+
+
+def test_sentence_starts_follow_the_ends_of_sentences(course_tok):
+    """The first cased word of a text and the first after . ! or ? (numbers and punctuation,
+    which have no case, are not labelled and do not start anything); or-ed with the table."""
+    text = ["1999: the end. Then Rome fell! and why? because Rome did"]
+    test = finetuning.capitalisation_examples(text, course_tok)
+    # labelled: the end Then Rome fell and why because Rome did
+    assert test[0]["labels"].count(1) == 3  # Then, Rome, Rome
+    starts = task_baselines.starts(test[0], course_tok)
+    assert starts == [1, 0, 1, 0, 0, 1, 0, 1, 0, 0]  # the, Then, and, because
+    train = finetuning.capitalisation_examples(["Rome is old", "Rome again"], course_tok)
+    data = (train, train, test)
+    either = task_baselines.sentence_starts_or_per_word_majority(*data, course_tok)
+    assert either == [[1, 0, 1, 1, 0, 1, 0, 1, 1, 0]]  # and both Romes from the table
+    assert task_baselines.sentence_starts(*data, course_tok) == [starts]
 
 
 def test_review_baselines_fit_on_train_and_choose_on_dev(course_tok):

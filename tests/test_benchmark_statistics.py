@@ -1,5 +1,6 @@
 """The benchmarks' paired statistics measure what their tables print."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -61,3 +62,47 @@ def test_intervals_compare_probes_with_probes(monkeypatch):
     # the same two seeds agree, so drawing the seeds too gives the items' interval again
     probe = found["course-probe - scratch-probe"]
     assert (probe["seeds_low"], probe["seeds_high"]) == (probe["low"], probe["high"])
+
+
+def test_a_fresh_clone_resumes_from_the_committed_runs(tmp_path, monkeypatch):
+    """seed_cache writes the results file's runs into an empty cache, keeps those already there,
+    and the cell then finds them instead of training again."""
+    results, cache = tmp_path / "results.json", tmp_path / "cache"
+    cache.mkdir()
+    kept = {"dev_selection": 0.5, "dev_loss": 0.7, "test": {"accuracy": 0.6}}
+    results.write_text(json.dumps({"runs": {"rotten-tomatoes/course/256/0.001/0": kept,
+                                            "rotten-tomatoes/course/256/0.003/0": kept}}))  # fmt: skip
+    newer = cache / "rotten-tomatoes_course_256_0.003_0.json"
+    newer.write_text(json.dumps({**kept, "dev_selection": 0.9}) + "\n")
+    assert finetuning_shapes.seed_cache(results, cache) == 1
+    assert finetuning_shapes.seed_cache(results, cache) == 0
+    assert json.loads(newer.read_text())["dev_selection"] == 0.9  # the cache's own run is kept
+    monkeypatch.setattr(finetuning_shapes, "OUT", tmp_path / "not-yet.json")
+    runs = finetuning_shapes.gather(cache)["runs"]
+    assert runs["rotten-tomatoes/course/256/0.001/0"] == kept
+
+
+def test_baselines_by_size_are_built_from_each_seeds_subset(monkeypatch):
+    """A baseline at a size is built from the items seed k's run trains on (task.datasets with
+    that size and seed), per seed; 'all' is left to the table's own baselines."""
+    asked = []
+
+    class Task:
+        max_length = 128
+
+        def datasets(self, tok, max_length, size, seed):
+            asked.append((max_length, size, seed))
+            return size, seed
+
+        def baseline_scores(self, data, tok):
+            size, seed = data
+            return {"rule": {"accuracy": size + seed, "f1": -1.0}}
+
+    monkeypatch.setattr(finetuning_shapes.tasks, "get", lambda name: Task())
+    monkeypatch.setattr(finetuning_shapes.BertTokenizer, "from_pretrained", lambda path: None)
+    got = finetuning_shapes.baselines_by_size("rotten-tomatoes", (64, None), seeds=2)
+    assert asked == [(128, 64, 0), (128, 64, 1)]
+    assert got == {"64": {"rule": [64, 65]}}  # the task's headline measure, accuracy
+    asked.clear()
+    finetuning_shapes.baselines_by_size("capitalisation", (256,), seeds=1)
+    assert asked == [(64, 256, 0)]  # as benchmarks/finetuning.py ran it

@@ -5,7 +5,10 @@
 - ``bag_of_words``: TF-IDF unigrams and bigrams (``BagOfWords``) and a logistic regression, its
   L2 chosen on dev by balanced accuracy (accuracy would reward the majority label);
 - ``per_word_majority``: each word gets the label it has most often in train (words unseen there
-  get the majority label).
+  get the majority label);
+- ``sentence_starts``: the first cased word of a text and each cased word after ".", "!" or "?"
+  is capitalised, no other (a word task of restoring capitals; no training);
+- ``sentence_starts_or_per_word_majority``: capitalised where either rule says so.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ __all__ = [
     "majority",
     "ngrams",
     "per_word_majority",
+    "sentence_starts",
+    "sentence_starts_or_per_word_majority",
 ]
 
 
@@ -145,3 +150,32 @@ def per_word_majority(train, dev, test, tokenizer) -> list[int]:
          for word, _ in labelled_words(test[i], tokenizer)]
         for i in range(len(test))
     ]  # fmt: skip
+
+
+ENDS = frozenset(".!?")  # the pieces that end a sentence
+
+
+def starts(example: dict[str, list[int]], tokenizer) -> list[int]:
+    """1 at each labelled word of a per-word example that begins a sentence (the text's first
+    labelled word, or the first after ".", "!" or "?"), else 0: a label per labelled word."""
+    pieces = tokenizer.convert_ids_to_tokens(example["input_ids"])
+    guesses, fresh = [], True
+    for piece, label in zip(pieces, example["labels"], strict=True):
+        if piece in ENDS:
+            fresh = True
+        elif label != IGNORE_INDEX:
+            guesses.append(int(fresh))
+            fresh = False
+    return guesses
+
+
+def sentence_starts(train, dev, test, tokenizer) -> list[int]:
+    """Each word of test that begins a sentence is capitalised, no other (train is not read)."""
+    return [starts(test[i], tokenizer) for i in range(len(test))]
+
+
+def sentence_starts_or_per_word_majority(train, dev, test, tokenizer) -> list[int]:
+    """A word of test is capitalised if it begins a sentence or is capitalised most often in train."""
+    table = per_word_majority(train, dev, test, tokenizer)
+    return [[a | b for a, b in zip(first, usual, strict=True)]
+            for first, usual in zip(sentence_starts(train, dev, test, tokenizer), table, strict=True)]  # fmt: skip

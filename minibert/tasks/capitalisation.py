@@ -10,7 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from minibert import corpora, finetuning
-from minibert.tasks.baselines import majority, per_word_majority
+from minibert.tasks.baselines import (
+    majority,
+    per_word_majority,
+    sentence_starts,
+    sentence_starts_or_per_word_majority,
+)
 from minibert.tasks.registry import Baseline, Loader, Selection, Task, register, subset
 
 
@@ -43,11 +48,13 @@ def _words_capitalised(tok, max_length: int, *parts: Sequence[str]) -> tuple:
 BASELINES = (
     Baseline("always lower-case", majority),  # the majority label
     Baseline("per-word majority", per_word_majority),
+    Baseline("sentence starts", sentence_starts),  # no labels needed: a writing convention
+    Baseline("sentence starts or per-word", sentence_starts_or_per_word_majority),
 )
 
 
 def _capitalisation_task(name: str, load: Loader, description: str) -> Task:
-    """A task of restoring capitalisation, with its two rules as baselines."""
+    """A task of restoring capitalisation, with its four rules as baselines."""
     return Task(name=name, labels=("lower", "capitalised"), shape="words", unit="word", load=load,
                 metrics=finetuning.token_metrics, selection=Selection("f1", finetuning.positive_f1),
                 description=description, baselines=BASELINES)  # fmt: skip

@@ -8,7 +8,7 @@
 They exist for the lessons and the benchmarks; the measures they are scored with are the
 library's (``minibert.pretraining.metrics_for``, ``minibert.finetuning.scores``). The baselines of
 the fine-tuning tasks belong to the tasks (``minibert.tasks.baselines``: majority, bag of words,
-per-word majority), each scored at the positions its task scores.
+per-word majority, sentence starts), each scored at the positions its task scores.
 """
 
 from __future__ import annotations
