@@ -131,11 +131,13 @@ def cell(job: tuple) -> tuple[tuple, dict, dict]:
     task, model, size, epochs, seeds, cache, work, cached_only = job
     runs: dict[str, dict] = {}
 
-    def get(lr: float, seed: int) -> dict:
+    def get(lr: float, seed: int, predictions: bool = False) -> dict:
         key = run_key(task, model, size, lr, seed, epochs)
         file = cache / (key.replace("/", "_") + ".json")
-        if file.exists():
-            runs[key] = json.loads(file.read_text())
+        found = json.loads(file.read_text()) if file.exists() else None
+        if found is not None and (not predictions or "test_predictions" in found):
+            runs[key] = found  # a run seeded from the results file without its test predictions
+            # serves the sweep; in the table it is run again, as the paired statistics need them
         elif cached_only:
             raise LookupError(f"{key} has not run (--cached-only)")
         else:
@@ -156,7 +158,7 @@ def cell(job: tuple) -> tuple[tuple, dict, dict]:
     swept = choose_lr(trial, RATES[model], measure=selection.name,
                       higher_is_better=selection.higher_is_better, widen=2)  # fmt: skip
     lr = swept.chosen.lr
-    values = [get(lr, seed)["test"][HEADLINE[task]] for seed in range(seeds)]
+    values = [get(lr, seed, predictions=True)["test"][HEADLINE[task]] for seed in range(seeds)]
     row = {"lr": lr, "mean": statistics.mean(values),
            "std": statistics.stdev(values) if len(values) > 1 else 0.0, "values": values,
            "sweep": swept.as_dict(), "runs": [run_key(task, model, size, lr, seed, epochs)

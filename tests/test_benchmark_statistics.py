@@ -106,3 +106,40 @@ def test_baselines_by_size_are_built_from_each_seeds_subset(monkeypatch):
     asked.clear()
     finetuning_shapes.baselines_by_size("capitalisation", (256,), seeds=1)
     assert asked == [(64, 256, 0)]  # as benchmarks/finetuning.py ran it
+
+
+def test_a_seeded_run_without_predictions_serves_the_sweep_and_is_run_again_for_the_table(
+    tmp_path, monkeypatch
+):
+    """The results file keeps test predictions only for the table's runs; seeded into the cache,
+    another run may choose a rate on dev, but a seed the table shows is run again."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    seeded = {"dev_selection": 0.6, "dev_loss": 0.5, "test": {"accuracy": 0.55}}
+    (cache / "rotten-tomatoes_course_256_0.001_0.json").write_text(json.dumps(seeded))
+    ran = []
+
+    def fine_tune(task, model, size, lr, seed, epochs, work):
+        ran.append((lr, seed))
+        return {**seeded, "test_predictions": [1, 0], "dev_selection": 0.1 * seed}
+
+    def choose_lr(trial, rates, **kwargs):
+        trial(1e-3)  # the sweep reads the seeded run, and runs nothing
+
+        class Swept:
+            chosen = type("Chosen", (), {"lr": 1e-3})
+
+            def as_dict(self):
+                return {}
+
+        return Swept()
+
+    monkeypatch.setattr(finetuning_shapes, "fine_tune", fine_tune)
+    monkeypatch.setattr(finetuning_shapes, "choose_lr", choose_lr)
+    job = ("rotten-tomatoes", "course", 256, 3, 2, cache, tmp_path, False)
+    _, row, runs = finetuning_shapes.cell(job)
+    assert ran == [(1e-3, 0), (1e-3, 1)]  # seed 0 again, for its predictions
+    assert all("test_predictions" in run for run in runs.values())
+    with pytest.raises(LookupError):  # nothing runs with --cached-only: the gap is reported
+        (cache / "rotten-tomatoes_course_256_0.001_0.json").write_text(json.dumps(seeded))
+        finetuning_shapes.cell(job[:-1] + (True,))
