@@ -11,7 +11,9 @@ with its vocabulary), MiniLM and random weights of MiniLM's size (minilm-scratch
 row is compared with random weights of its own size and vocabulary. Each model also has a
 frozen-feature probe (``MODEL-probe``: the encoder frozen, a linear head on the mean of a text's
 last hidden states, or on each word's own, trained by the same protocol), compared with the probe
-of its random partner.
+of its random partner; and, on a label per text, a fine-tuned row on that same mean (``MODEL-mean``:
+the whole model trained, as the plain row, with the mean of the last hidden states for the [CLS]
+vector), which tells the probe's pooling from its freezing.
 
     python benchmarks/finetuning_shapes.py                       # the three shapes (hours on 2 cores)
     python benchmarks/finetuning_shapes.py --tasks review-capitalisation rotten-tomatoes \
@@ -19,6 +21,8 @@ of its random partner.
     python benchmarks/finetuning_shapes.py --tasks wiki-qa --models minilm --sizes all
     python benchmarks/finetuning_shapes.py --tasks wiki-qa --models minilm --sizes all --epochs 3 10 30
     python benchmarks/finetuning_shapes.py --tasks rotten-tomatoes --models course-probe scratch-probe
+    python benchmarks/finetuning_shapes.py --tasks rotten-tomatoes --models course-mean scratch-mean \
+        --sizes 256 1024
     python benchmarks/finetuning_shapes.py --jobs 8              # cells side by side (a GPU)
     python benchmarks/finetuning_shapes.py --report              # the table from the runs kept
 
@@ -71,9 +75,12 @@ RANDOM = {"minilm": "minilm-scratch", "self": "self-scratch"}  # random weights 
 # and vocabulary (the others': scratch); each pretrained row is compared with its own
 # a frozen-feature probe of each model ("course-probe"): its encoder frozen, a linear head trained
 # on the mean of a text's last hidden states (a word task: each word's own), the same protocol
+# and, for a label per text, each model fine-tuned whole on that same mean ("course-mean"): the
+# pooling of the probe without its freezing, so that the two can be told apart
 for _name, _folder in list(MODELS.items()):
-    MODELS[f"{_name}-probe"] = _folder
+    MODELS[f"{_name}-probe"] = MODELS[f"{_name}-mean"] = _folder
     RATES[f"{_name}-probe"] = (1e-2, 3e-2, 1e-1)  # a linear head on fixed features: larger steps
+    RATES[f"{_name}-mean"] = RATES[_name]
 HEADLINE = {"wiki-mentions": "f1", "wiki-qnli": "accuracy", "wiki-qa": "f1",
             "review-capitalisation": "f1", "rotten-tomatoes": "accuracy"}  # test's number  # fmt: skip
 COUNTED = ("review-capitalisation",)  # F1 of a label: paired statistics on per-sentence counts
@@ -102,6 +109,8 @@ def fine_tune(task: str, model: str, size: int | None, lr: float, seed: int, epo
     if model.endswith("-probe"):
         text = tasks.get(task).shape == "text"
         probe = {"freeze_encoder": True, "pooling": "mean" if text else "cls", "dropout": 0.0}
+    elif model.endswith("-mean"):  # refused by finetune for a task that labels words
+        probe = {"pooling": "mean"}
     result = recipes.finetune(
         folder, model=name, task=task, scratch=scratch, lr=lr, seed=seed, train_examples=size,
         **probe,
@@ -385,10 +394,11 @@ class _TestItems:
 def random_partner(model: str) -> str | None:
     """The row a model is compared with: random weights of its own size and vocabulary, trained
     the same way (a probe with a probe); None for a row of random weights."""
-    base, probe = model.removesuffix("-probe"), "-probe" if model.endswith("-probe") else ""
+    kind = next((k for k in ("-probe", "-mean") if model.endswith(k)), "")
+    base = model.removesuffix(kind) if kind else model
     if base.endswith("scratch"):
         return None
-    return RANDOM.get(base, "scratch") + probe
+    return RANDOM.get(base, "scratch") + kind
 
 
 def intervals(done: dict) -> dict:

@@ -34,7 +34,9 @@ def test_each_pretrained_row_is_paired_with_random_weights_of_its_own_size_and_k
     assert partner("self") == "self-scratch"
     assert partner("course-probe") == "scratch-probe"
     assert partner("minilm-probe") == "minilm-scratch-probe"
-    assert partner("scratch") is partner("minilm-scratch-probe") is None
+    assert partner("course-mean") == "scratch-mean"  # fine-tuned on the mean: the same
+    assert partner("self-mean") == "self-scratch-mean"
+    assert partner("scratch") is partner("minilm-scratch-probe") is partner("scratch-mean") is None
 
 
 def test_intervals_compare_probes_with_probes(monkeypatch):
