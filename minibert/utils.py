@@ -126,3 +126,17 @@ def lazy_submodules(package: str, names: Sequence[str]) -> tuple[Callable, Calla
         return sorted([*vars(sys.modules[package]), *names])
 
     return submodule, listing
+
+
+def is_plain_name(name: object) -> bool:
+    """Whether name is one entry of a folder: no separator, not '', '.' or '..' (so a path made
+    from it never leaves the folder)."""
+    return (
+        isinstance(name, str)
+        and name not in ("", ".", "..")
+        and "/" not in name
+        and os.sep not in name
+        and (os.altsep is None or os.altsep not in name)
+        and "\0" not in name
+        and not os.path.isabs(name)
+    )

@@ -67,6 +67,9 @@ def train_wordpiece(
         raise ValueError(f"min_frequency must be >= 1, got {min_frequency}")
     words = _count_words(texts, BasicTokenizer(lowercase, strip_accents))
     vocab = _first_vocab(words, vocab_size, limit_alphabet)  # 1. specials and the alphabet
+    # the most tokens these texts can give: the alphabet, then merges until each distinct word is
+    # one token (a larger vocab_size stops there, without tables sized for what cannot come)
+    vocab_size = min(vocab_size, len(vocab) + sum(len(w) - 1 for w, _ in words))
     table = _PairTable(vocab, words, vocab_size, min_frequency)
     bar = tqdm(total=vocab_size - len(vocab), desc="WordPiece", unit="token", disable=not progress)
     while len(vocab) < vocab_size:  # 2. merge the best pair, until the vocabulary is full

@@ -437,7 +437,8 @@ def test_grade_a_class_into_a_csv(tmp_path, capsys):
     buggy = submission(tmp_path / "bob", "masking", ("if r < 0.8:", "if r < 1.0:"))
     empty = assignments.new("masking", tmp_path / "carol" / "masking")
     table = tmp_path / "grades.csv"
-    code = cli.main(["assignment", "grade", str(good), str(buggy), str(empty), "--csv", str(table)])
+    folders = [str(good), str(buggy), str(empty)]
+    code = cli.main(["assignment", "grade", *folders, "--name", "masking", "--csv", str(table)])
     assert code == 1  # not every submission passes
     rows = list(csv.DictReader(table.open(encoding="utf-8")))
     assert [r["total"] for r in rows] == ["10", "6", "0"]
@@ -648,13 +649,16 @@ def _processes_with(marker: str) -> list[int]:
     return found
 
 
-def grade_class(tmp: Path, folders: list[Path], env: dict | None = None) -> dict:
-    """`minibert assignment grade` on folders in a child process, its report saved to a file as a
-    teacher would (`> report.txt`); the rows, the report, the exit code and the seconds it took."""
-    table, saved = tmp / "grades.csv", tmp / "report.txt"
-    table.write_text("old grades\n", encoding="utf-8")
-    command = [sys.executable, "-m", "minibert", "assignment", "grade", *map(str, folders),
-               "--csv", str(table), "--seconds", "10", "--jobs", "2"]  # fmt: skip
+def grade_class(
+    tmp: Path, folders: list[Path], env: dict | None = None, name: str = "attention"
+) -> dict:
+    """`minibert assignment grade --name name` on folders in a child process, its report saved to
+    a file as a teacher would (`> report.txt`); the rows, the report, the exit code and the
+    seconds it took. The CSV replaces one an earlier grading wrote."""
+    table, saved = tmp / f"grades-{name}.csv", tmp / f"report-{name}.txt"
+    table.write_text("folder,assignment,total,max,sandbox,error\nold,attention,0,10,,\n", "utf-8")
+    command = [sys.executable, "-m", "minibert", "assignment", "grade", *map(str, folders)]
+    command += ["--name", name, "--csv", str(table), "--seconds", "10", "--jobs", "2"]
     started = time.monotonic()
     with saved.open("wb") as out:
         code = subprocess.run(command, stdout=out, stderr=subprocess.PIPE, env=env, timeout=600).returncode  # fmt: skip
@@ -666,13 +670,25 @@ def grade_class(tmp: Path, folders: list[Path], env: dict | None = None) -> dict
             "seconds": seconds, "count": len(folders)}  # fmt: skip
 
 
-needs_bwrap = pytest.mark.skipif(
-    assignments.sandbox_problem() is not None, reason="bubblewrap cannot sandbox on this machine"
-)
+SANDBOX_PROBLEM = assignments.sandbox_problem()
+
+
+@pytest.fixture(scope="session")
+def sandbox_here():
+    """Skip a sandbox test where bubblewrap cannot sandbox; fail it where the sandbox is required
+    (CI sets MINIBERT_REQUIRE_SANDBOX=1: a run that never tested the sandbox is not a pass)."""
+    if SANDBOX_PROBLEM is None:
+        return
+    if os.environ.get("MINIBERT_REQUIRE_SANDBOX") == "1":
+        pytest.fail(f"the sandbox is required here (MINIBERT_REQUIRE_SANDBOX=1): {SANDBOX_PROBLEM}")
+    pytest.skip(f"bubblewrap cannot sandbox on this machine ({SANDBOX_PROBLEM})")
+
+
+needs_bwrap = pytest.mark.usefixtures("sandbox_here")
 
 
 @pytest.fixture(scope="module")
-def sandboxed_class(tmp_path_factory):
+def sandboxed_class(sandbox_here, tmp_path_factory):
     """A class of faulty, hostile and honest folders graded once in sandboxes (about a minute)."""
     tmp = tmp_path_factory.mktemp("class")
     root = tmp / "class"
@@ -684,13 +700,20 @@ def sandboxed_class(tmp_path_factory):
     live = loop.replace(
         "{k: v.clone() for k, v in model.state_dict().items()}", "model.state_dict()"
     )
+    loops = []
     for who, text in (("m_finetuning", loop), ("n_finetuning_live_weights", live)):
-        folders.append(assignments.new("finetuning", root / who))  # another assignment, same class
-        (folders[-1] / "finetuning.py").write_text(text, encoding="utf-8")
+        loops.append(assignments.new("finetuning", root / who))  # another assignment, same class
+        (loops[-1] / "finetuning.py").write_text(text, encoding="utf-8")
     before = {p: p.read_bytes() for p in PACKAGE.glob("*.py")}
     on_disk = {f: (f / "attention.py").read_bytes() for f in honest}
     try:
         graded = grade_class(tmp, [*folders, *honest])
+        other = grade_class(tmp, loops, name="finetuning")  # a second assignment, named
+        graded["rows"] |= other["rows"]
+        graded["count"] += other["count"]
+        graded["seconds"] += other["seconds"]
+        graded["report"] += other["report"]
+        graded["code"] = max(graded["code"], other["code"])
     finally:  # were the sandbox broken, leave the package as it was
         changed = [p for p, text in before.items() if p.read_bytes() != text]
         for p in changed:
@@ -722,7 +745,7 @@ def test_a_class_with_every_kind_of_fault_gets_a_row_each(sandboxed_class):
     assert total["i_helpers"] == "10"  # its folder is on sys.path
     assert total["j_huge_print"] == "10"
     assert total["l_exit3"] == "9"  # padding mask (1 point) lost; the other parts still graded
-    assert "damaged" in rows["k_damaged_marker"]["error"]
+    assert total["k_damaged_marker"] == "10"  # --name names the assignment: no marker is read
     assert "no folder" in rows["roster.txt"]["error"]
     assert total["m_finetuning"] == "10"  # the loop's model and measure built in its sandbox
     assert total["n_finetuning_live_weights"] == "4"  # the loop's 6 points lost
@@ -1038,7 +1061,8 @@ def test_a_sandbox_that_cannot_start_torch_is_not_used(monkeypatch):
     monkeypatch.setattr(runner, "_probed", {})
     monkeypatch.setattr(runner, "_binds", lambda: ["--ro-bind", "/usr", "/usr"])  # no Python
     problem = assignments.sandbox_problem()
-    assert problem.startswith("not sandboxed: Python and torch do not start in bwrap's sandbox")
+    assert problem.startswith("not sandboxed: bwrap works, but Python (")
+    assert "and torch do not start in its sandbox" in problem and "install" not in problem
 
 
 def test_make_builds_only_the_graders_objects_for_a_check():
@@ -1058,3 +1082,210 @@ def test_make_builds_only_the_graders_objects_for_a_check():
     assert all(torch.equal(state[k], v) for k, v in local.state_dict().items())
     with pytest.raises(KeyError):
         module.make("Popen", ["ls"])  # nothing else can be built
+
+
+# --- #52: the sandbox holds as root and wherever Python lives; the class is the teacher's -------
+
+ATTACK = """
+import os, subprocess, sys
+_caps = [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0]
+_site = [p for p in sys.path if p.endswith("site-packages")]
+_mounted = []
+for _cmd in [["mount", "-o", "remount,bind,rw", _p] for _p in _site + ["/usr"]] + [
+    ["mount", "-t", "tmpfs", "-o", "size=1g", "none", "/tmp"]
+]:
+    try:
+        if subprocess.run(_cmd, capture_output=True).returncode == 0:
+            _mounted.append(_cmd[-1])
+    except OSError:
+        pass
+_wrote = []
+for _d in _site + ["/usr", "/", "/etc", "/dev", "/grader", "/grader/handed-in"]:
+    try:
+        with open(os.path.join(_d, "minibert_hostile_canary.pth"), "w") as _f:
+            _f.write("import sys\\n")
+        _wrote.append(_d)
+    except OSError:
+        pass
+_mb = {}
+for _d in ("/dev/shm", "/tmp", "/submission"):
+    _mb[_d] = 0
+    for _i in range(25):  # 16 MB files, 400 MB at most: each under the per-file limit
+        try:
+            with open(os.path.join(_d, f"fill{_i}.bin"), "wb") as _f:
+                for _ in range(16):
+                    _f.write(b"x" * 2**20)
+                    _f.flush()
+                    _mb[_d] += 1
+        except OSError:
+            break
+import json
+_found = {"uid": os.getuid(), "caps": _caps, "mounted": len(_mounted), "wrote": len(_wrote), "mb": _mb}
+raise RuntimeError("found " + json.dumps(_found))
+"""
+
+
+def _said(result: assignments.Grade) -> dict:
+    """What ATTACK found, from the error it raised at import: uid, caps, mounted, wrote, mb."""
+    return json.loads(result.error.split("RuntimeError: found ", 1)[1])
+
+
+@needs_bwrap
+def test_s1_s2_s3_a_submission_cannot_remount_mount_or_fill_memory_and_disk(tmp_path):
+    """As root (the README's set-up) bwrap kept every capability: a submission remounted the
+    environment and /usr writable and wrote there; filled /dev/shm past --memory-mb and the host's
+    /tmp without limit. Now it runs as nobody with no capability, its writable places are
+    in-memory folders of fixed size, and the folder it runs in is not the host's disk."""
+    folder = student(tmp_path, "attacker", text=ATTACK)
+    result = assignments.grade_isolated(folder, seconds=60)
+    planted = [c for c in CANARIES if c.exists()]
+    for c in planted:
+        c.unlink()
+    said = _said(result)
+    assert result.points == 0 and result.sandbox == "bubblewrap"
+    assert said["uid"] == int(runner.NOBODY) and int(said["caps"], 16) == 0  # S1
+    assert said["mounted"] == 0 and said["wrote"] == 0 and planted == []  # S1
+    assert said["mb"]["/dev/shm"] <= runner.SHM_BYTES // 2**20  # S2
+    assert said["mb"]["/tmp"] <= runner.TMP_BYTES // 2**20
+    assert said["mb"]["/submission"] <= runner.SUBMISSION_BYTES // 2**20  # S3
+    assert not list(folder.glob("fill*.bin"))  # nothing written into the folder handed in
+
+
+@needs_bwrap
+def test_s4_an_environment_under_tmp_is_sandboxed(tmp_path_factory):
+    """A virtual environment under /tmp (a CI clone there): the sandbox's own /tmp hid it, so the
+    probe failed, advised installing bubblewrap, and grading went on unsandboxed."""
+    import sysconfig
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="minibert-env-", dir="/tmp"))
+    try:
+        env = root / "env"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+        python = env / "bin" / "python"
+        site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+        ours = sysconfig.get_paths()["purelib"]  # minibert and torch, added by a .pth file
+        Path(site, "minibert_test_env.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
+        folder = student(tmp_path_factory.mktemp("tmpenv"), "hw")
+        check = (
+            "import sys; from minibert.teaching.assignments import runner\n"
+            "assert sys.prefix.startswith('/tmp/'), sys.prefix\n"
+            "print(runner.sandbox_problem())\n"
+            "g = runner.grade_isolated(sys.argv[1], seconds=60)\n"
+            "print(g.points, g.sandbox)\n"
+        )
+        done = subprocess.run([str(python), "-c", check, str(folder)], capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.splitlines() == ["None", "10 bubblewrap"]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_s4_the_sandboxs_tmp_comes_before_the_binds_it_would_hide():
+    args = runner._sandbox("bwrap", "t")
+    tmp = args.index("/tmp", args.index("--tmpfs"))
+    binds = [i for i, a in enumerate(args) if a in ("--ro-bind", "--bind")]
+    assert binds and tmp < min(binds)  # a Python under /tmp is bound on top of the tmpfs
+    assert args[-4:] == ["--remount-ro", "/dev", "--remount-ro", "/"]
+
+
+def test_s4_a_sandbox_problem_says_the_true_reason(monkeypatch):
+    """bwrap installed but Python failing inside it was told to install bubblewrap."""
+    monkeypatch.setattr(runner, "_probed", {})
+    monkeypatch.setattr(runner.shutil, "which", lambda name: "/usr/bin/bwrap")
+    said = iter([None, "bwrap: execvp /somewhere/bin/python: No such file or directory"])
+    monkeypatch.setattr(runner, "_probe", lambda command: next(said))
+    problem = runner.sandbox_problem()
+    assert "bwrap works, but Python" in problem and "execvp" in problem
+    assert "install bubblewrap" not in problem
+
+
+def test_s5_time_in_a_lent_helper_counts_against_the_submission(tmp_path, monkeypatch):
+    """The encoder layer's part lends minibert's attention; the grader's time in it was not
+    counted, so a layer calling it in a loop kept the grader busy long past --seconds."""
+    from minibert.teaching.assignments import checks
+
+    served = []
+    lend = checks._reference_attention
+
+    def slow(attention):
+        helper = lend(attention)
+
+        def forward(x, mask=None):
+            time.sleep(0.25)  # a slow helper: 2 s of --seconds allow about 8 calls
+            served.append(1)
+            return helper(x, mask)
+
+        return forward
+
+    monkeypatch.setattr(checks, "_reference_attention", slow)
+    text = (SOLUTIONS / "encoder" / "encoder.py").read_text(encoding="utf-8")
+    anchor = "        x = self.attention_norm(x + self.attention(x, mask))\n"
+    assert anchor in text
+    text = text.replace(
+        anchor, "        while True:\n            self.attention(x, mask)\n" + anchor
+    )
+    folder = assignments.new("encoder", tmp_path / "hw")
+    (folder / "encoder.py").write_text(text, encoding="utf-8")
+    result = assignments.grade_isolated(folder, seconds=2)
+    assert part(result, "encoder layer").points == 0
+    assert "stopped after 2 s" in part(result, "encoder layer").message
+    assert len(served) <= 2 / 0.25 + 1  # before: ~8 calls a second until the worker's 2 s
+
+
+def test_s5_a_lent_helper_refuses_inputs_larger_than_a_check_needs():
+    import torch
+
+    from minibert.teaching.assignments import checks
+
+    helper = checks._reference_attention(lambda x, mask: (x, None))
+    assert helper(torch.ones(2, 3, 4)).shape == (2, 3, 4)
+    with pytest.raises(ValueError, match="at most 65,536 numbers"):
+        helper(torch.ones(1, 512, 256))
+
+
+def test_s6_a_class_is_graded_as_the_assignment_the_teacher_names(tmp_path, capsys):
+    """An encoder folder whose marker names attention, holding attention's reference solution,
+    was graded as attention (10/10) in the class's CSV."""
+    honest = submission(tmp_path / "alice", "encoder")
+    sly = assignments.new("encoder", tmp_path / "bob" / "encoder")
+    (sly / assignments.MARKER).write_text(json.dumps({"assignment": "attention"}), "utf-8")
+    (sly / "attention.py").write_text(ATTENTION, encoding="utf-8")
+    table = tmp_path / "grades.csv"
+    folders = [str(honest), str(sly)]
+    assert cli.main(["assignment", "grade", *folders, "--csv", str(table)]) == 2
+    out, err = capsys.readouterr()
+    assert "needs --name" in err and len(err.strip().splitlines()) == 1 and "total:" not in out
+    assert not table.exists()
+    with pytest.raises(ValueError, match="needs the assignment's name"):
+        list(assignments.grade_many(folders))
+    assert (
+        cli.main(["assignment", "grade", *folders, "--name", "encoder", "--csv", str(table)]) == 1
+    )
+    rows = list(csv.DictReader(table.open(encoding="utf-8")))
+    assert [(r["assignment"], r["total"]) for r in rows] == [("encoder", "10"), ("encoder", "0")]
+
+
+def test_s6_an_unknown_name_is_a_bad_argument(tmp_path, capsys):
+    folder = submission(tmp_path, "attention")
+    assert cli.main(["assignment", "grade", str(folder), "--name", "nosuch"]) == 2
+    out, err = capsys.readouterr()
+    assert "unknown assignment 'nosuch'" in err and "total:" not in out
+
+
+def test_d4_the_csv_never_replaces_a_file_the_grader_did_not_write(tmp_path, capsys):
+    """`--csv S/attention.py` replaced the student's code with the table."""
+    folder = submission(tmp_path, "attention")
+    code = folder / "attention.py"
+    before = code.read_bytes()
+    assert cli.main(["assignment", "grade", str(folder), "--csv", str(code)]) == 2
+    out, err = capsys.readouterr()
+    assert "not a table of grades this grader wrote" in err and "total:" not in out
+    assert code.read_bytes() == before
+    table = tmp_path / "grades.csv"
+    assert cli.main(["assignment", "grade", str(folder), "--csv", str(table)]) == 0
+    assert (
+        cli.main(["assignment", "grade", str(folder), "--csv", str(table)]) == 0
+    )  # its own: replaced
+    assert len(list(csv.DictReader(table.open(encoding="utf-8")))) == 1

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import cli
 
 from minibert import recipes
 from minibert.options import build
@@ -262,3 +263,54 @@ def test_u3_a_damaged_recipe_is_one_line_naming_the_file(tmp_path, corpus):
     with pytest.raises(ValueError, match="model must be a name or a path, got None"):
         recipes.finetune(tmp_path / "x", model=None)
     assert not (tmp_path / "x").exists()
+
+
+# --- #52: paths read from a manifest or a move record never reach outside the folder ----------
+
+
+@pytest.mark.parametrize("entry", ["../victim", "ABSOLUTE", "sub/../../victim", ".."])
+def test_d1_overwrite_refuses_a_manifest_naming_a_path_outside_its_folder(tmp_path, entry):
+    """A manifest entry "../../victim" (or an absolute path), then --overwrite: rmtree'd it."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("the user's\n", encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    entry = str(victim) if entry == "ABSOLUTE" else entry
+    (out / MANIFEST).write_text(json.dumps({"files": [entry]}), encoding="utf-8")
+    with pytest.raises(ValueError, match="which are not files of the folder"):
+        OutputFolder(out, overwrite=True)
+    assert (victim / "keep.txt").read_text() == "the user's\n"
+    done = cli("finetune", "--model", "course", "--out", str(out), "--overwrite",
+               "--train-examples", "64", "--steps", "1")  # fmt: skip
+    assert done.returncode == 2 and "not files of the folder" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and (victim / "keep.txt").is_file()
+
+
+@pytest.mark.parametrize("remove", ["OUTSIDE", "../victim", "notes.txt"])
+def test_d2_a_move_record_naming_files_that_are_not_ours_is_refused(tmp_path, remove):
+    """A folder holding only .run/replace.json with {"remove": [a folder outside]}: a plain run
+    into it deleted the folder before any check. A name inside that no run wrote is refused too."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    out = tmp_path / "out"
+    (out / RUN_FOLDER).mkdir(parents=True)
+    (out / "notes.txt").write_text("the user's notes\n", encoding="utf-8")
+    remove = str(victim) if remove == "OUTSIDE" else remove
+    record = {"remove": [remove], "move": []}
+    (out / RUN_FOLDER / "replace.json").write_text(json.dumps(record), encoding="utf-8")
+    with pytest.raises(ValueError, match="damaged or not ours"), OutputFolder(out):
+        pass
+    assert victim.is_dir() and (out / "notes.txt").read_text() == "the user's notes\n"
+
+
+def test_d2_a_run_folder_that_is_a_link_is_refused(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "keep").mkdir(parents=True)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / RUN_FOLDER).symlink_to(elsewhere)
+    for resume in (False, True):
+        with pytest.raises(ValueError, match="as a link to"), OutputFolder(out, resume=resume):
+            pass
+    assert (elsewhere / "keep").is_dir()

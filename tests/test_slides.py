@@ -141,3 +141,22 @@ def test_rise_is_in_the_course_set_up():
 
     course = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert '"jupyterlab-rise' in course.split("teach = [")[0]
+
+
+@pytest.mark.parametrize(
+    "files", [["../victim4/keep.txt"], ["/etc/hostname.html"], 5, ["notes.md"], "BAD JSON"]
+)
+def test_d3_a_slides_manifest_naming_other_files_is_refused_before_anything_goes(tmp_path, files):
+    """`.minibert-slides.json` listing ../victim4/keep.txt, then `course slides OUT`: deleted it;
+    `files` of 5 was a TypeError."""
+    victim = tmp_path / "victim4"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("the user's\n", encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.md").write_text("a teacher's notes\n", encoding="utf-8")
+    text = "{" if files == "BAD JSON" else json.dumps({"files": files})
+    (out / slides.MANIFEST).write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match="damaged"):
+        slides.build(ROOT / "notebooks", out)
+    assert (victim / "keep.txt").is_file() and (out / "notes.md").is_file()

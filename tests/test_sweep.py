@@ -99,3 +99,67 @@ def test_the_sweep_command_refuses_lr_and_a_one_rate_grid():
     assert done.returncode == 2 and "the rates to try are --lrs" in done.stderr
     done = cli("sweep", "--out", "x", "--lrs", "1e-3")
     assert done.returncode == 2 and "at least two different positive rates" in done.stderr
+
+
+# --- #52: a sweep resumes, every rate is checked first, and sweep.json is replaced only if ours ---
+
+SMALL = dict(model="course", train_examples=64, steps=4, evaluations=2, progress=False, widen=0)
+
+
+def test_w1_an_interrupted_sweep_resumes_reusing_the_finished_rates(tmp_path, monkeypatch):
+    """After Ctrl-C, `sweep --resume` finished the current rate, then failed on the next one
+    ("lr-0.003 does not exist"); a second --resume failed on the finished rate."""
+    from minibert.recipes import sweep_recipe
+    from minibert.recipes.outputs import RUN_FOLDER
+
+    real, ran = sweep_recipe.finetune, []
+
+    def interrupted(out, options=None, **changes):
+        if changes["lr"] == 3e-3:  # Ctrl-C during the second rate, before its first checkpoint
+            (out / RUN_FOLDER).mkdir(parents=True)
+            raise KeyboardInterrupt
+        ran.append(changes["lr"])
+        return real(out, options, **changes)
+
+    monkeypatch.setattr(sweep_recipe, "finetune", interrupted)
+    grid = [1e-3, 3e-3, 1e-2]
+    with pytest.raises(KeyboardInterrupt):
+        sweep(tmp_path / "s", grid, **SMALL)
+    first = json.loads((tmp_path / "s" / "lr-0.001" / "results.json").read_text())
+    monkeypatch.setattr(sweep_recipe, "finetune", lambda *a, **k: ran.append(k["lr"]) or real(*a, **k))  # fmt: skip
+    resumed = sweep(tmp_path / "s", grid, **SMALL, resume=True)
+    assert ran == [1e-3, 3e-3, 1e-2]  # 1e-3 read from its folder, not run again
+    assert [t.lr for t in resumed.trials] == grid
+    assert resumed.trials[0].measure == first["selection"]["value"]
+    again = sweep(tmp_path / "s", grid, **SMALL, resume=True)  # all finished: nothing runs
+    assert ran == [1e-3, 3e-3, 1e-2] and again.chosen.lr == resumed.chosen.lr
+    with pytest.raises(ValueError, match="finished run with other options"):
+        sweep(tmp_path / "s", grid, **{**SMALL, "steps": 6}, resume=True)
+    with pytest.raises(ValueError, match="holds no sweep to continue"):
+        sweep(tmp_path / "none", grid, **SMALL, resume=True)
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf"])
+def test_w2_every_rate_is_checked_before_any_training(tmp_path, bad):
+    """`--lrs 1e-3 nan` trained lr-0.001 fully, then exited 2 and left lr-0.001/ behind."""
+    done = cli(
+        "sweep", "--out", str(tmp_path / "s"), "--lrs", "1e-3", bad, "--train-examples", "64"
+    )
+    assert done.returncode == 2 and "at least two different positive rates" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "s").exists()
+
+
+def test_d5_a_sweep_json_the_user_wrote_is_never_replaced(tmp_path):
+    """`sweep --out F` where F held the user's own sweep.json replaced it, non-atomically."""
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "sweep.json").write_text("my notes\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="was not written by a sweep"):
+        sweep(folder, [1e-3, 3e-1], **SMALL)
+    assert (folder / "sweep.json").read_text() == "my notes\n" and len(list(folder.iterdir())) == 1
+    (folder / "sweep.json").unlink()
+    sweep(folder, [1e-3, 3e-1], **SMALL)
+    manifest = json.loads((folder / ".minibert-manifest.json").read_text())
+    assert manifest["files"] == ["sweep.json"]  # ours now: a sweep with --overwrite replaces it
+    sweep(folder, [1e-3, 3e-1], **SMALL, overwrite=True)
+    assert json.loads((folder / "sweep.json").read_text())["trials"][0]["lr"] == 1e-3

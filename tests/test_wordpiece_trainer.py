@@ -118,3 +118,21 @@ def test_train_wordpiece_errors_and_early_stop():
     assert train_wordpiece(["abc"], 100, progress=False) == [*SPECIAL_TOKENS, "##b", "##c", "a"]
     limited = train_wordpiece(["aaa bbb ccc z"] * 3, 20, limit_alphabet=4, progress=False)
     assert "z" not in limited and "a" in limited
+
+
+def test_w3_a_vocabulary_larger_than_the_texts_can_give_stops_at_what_they_give():
+    """#52 W3: the trainer's tables are sized for the tokens the texts can give, not those asked
+    (its progress bar estimated 1,400 hours for 100,000,000)."""
+    texts = ["the cat sat on the mat", "the dog sat on the log"]
+    vocab = train_wordpiece(texts, vocab_size=100_000_000, progress=False)
+    assert vocab == train_wordpiece(texts, vocab_size=32, progress=False)  # 32: every word whole
+
+
+def test_w3_the_command_refuses_a_vocabulary_beyond_the_largest_in_one_line(tmp_path):
+    from conftest import cli
+
+    done = cli("pretrain", "--out", str(tmp_path / "m"), "--vocab-size", "100000000")
+    assert (
+        done.returncode == 2 and "--vocab-size: must be an int in [100, 1,048,576]" in done.stderr
+    )
+    assert not (tmp_path / "m").exists()

@@ -31,6 +31,18 @@ def _limits_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _name_problem(args: argparse.Namespace) -> str | None:
+    """Why --name cannot be used (unknown), or is needed (several folders), or None."""
+    if args.name is not None and args.name not in ASSIGNMENTS:
+        return f"--name: unknown assignment {args.name!r}; the assignments are: {', '.join(ASSIGNMENTS)}"
+    if args.name is None and len(args.folders) > 1:
+        return (
+            "grading several folders needs --name ASSIGNMENT, the one the class was set (a "
+            "folder's marker is the student's file, and may name an easier assignment)"
+        )
+    return None
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `minibert assignment` sub-commands: list, new, grade."""
     sub = parser.add_subparsers(dest="action", required=True)
@@ -43,7 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "grade", help="grade one or more folders, each in a sandbox: a score per part with hints"
     )
     check.add_argument("folders", nargs="+", help="submission folders (e.g. submissions/*)")
-    check.add_argument("--name", default=None, help="the assignment, when a folder has no marker")
+    check.add_argument(
+        "--name",
+        default=None,
+        help="the assignment set (needed with several folders; one folder alone may be graded "
+        "as the assignment its marker names)",
+    )
     check.add_argument("--csv", default=None, help="also write one row per folder to this CSV")
     check.add_argument(
         "--seconds", type=int, default=PART_SECONDS,
@@ -85,7 +102,11 @@ def run(args: argparse.Namespace) -> int:
         return _list()
     if args.action == "new":
         return _new(args)
-    problem = _limits_problem(args) or (csv_problem(args.csv) if args.csv else None)
+    problem = (
+        _limits_problem(args)
+        or _name_problem(args)
+        or (csv_problem(args.csv) if args.csv else None)
+    )
     if problem:  # found now, not after grading a whole class
         print(f"minibert assignment grade: error: {problem}", file=sys.stderr)
         return 2

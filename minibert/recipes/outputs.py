@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from minibert.run_state import STATE_FILE  # a run that can be resumed
-from minibert.utils import atomic_write, read_json_object, remove_partial_files
+from minibert.utils import atomic_write, is_plain_name, read_json_object, remove_partial_files
 
 try:  # POSIX: flock; Windows: msvcrt.locking. Both are released when the process dies.
     import fcntl
@@ -72,6 +72,13 @@ def manifest_files(folder: Path) -> set[str]:
     files = read_json_object(path).get("files")
     if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
         raise ValueError(f"{path} is damaged (no list of file names); delete the folder's model")
+    outside = [f for f in files if not is_plain_name(f)]
+    if outside:
+        raise ValueError(
+            f"{path} is damaged: it lists {_shown(map(repr, outside), 3)}, which are not files of "
+            "the folder (a run of ours lists only names inside it); nothing was removed: delete "
+            "the folder's model by hand"
+        )
     return set(files)
 
 
@@ -129,9 +136,14 @@ class OutputFolder:
 
     def _refuse_contents(self, recover: bool) -> None:
         """Refuse a folder this run may not write to (see the module's docstring)."""
+        path, run = self.path, self.path / RUN_FOLDER
+        if run.is_symlink():
+            raise ValueError(
+                f"output folder {path} holds {RUN_FOLDER} as a link to {os.readlink(run)}: no run "
+                "of ours made it; remove the link, or choose another folder"
+            )
         if recover:
             self._complete_replacement()
-        path, run = self.path, self.path / RUN_FOLDER
         if not path.is_dir():
             if self.resume:
                 raise ValueError(f"resume: {path} does not exist, so it holds no run to continue")
@@ -275,13 +287,26 @@ class OutputFolder:
         if not journal_path.is_file():
             return
         journal = read_json_object(journal_path)
-        for name in journal.get("remove", []):
+        remove, move = journal.get("remove", []), journal.get("move", [])
+        ours = manifest_files(self.path) | {MANIFEST}
+        if (
+            not isinstance(remove, list)
+            or not isinstance(move, list)
+            or not all(map(is_plain_name, remove + move))
+            or any((self.path / n).exists() and n not in ours for n in remove)
+        ):
+            raise ValueError(
+                f"{journal_path} is damaged or not ours: it asks to remove or move files that no "
+                f"run of ours wrote into {self.path}; nothing was removed: delete {RUN_FOLDER} "
+                "by hand if you trust it, or choose another folder"
+            )
+        for name in remove:
             old = self.path / name
             if old.is_dir() and not old.is_symlink():
                 shutil.rmtree(old)
             else:
                 old.unlink(missing_ok=True)
-        for name in journal.get("move", []):
+        for name in move:
             new = self.path / RUN_FOLDER / STAGED / name
             if new.exists():
                 os.replace(new, self.path / name)

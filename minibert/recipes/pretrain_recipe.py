@@ -77,6 +77,7 @@ class PretrainResult:
 
 
 MIN_VOCAB, MIN_LEN = 100, 8  # the smallest vocabulary and example length a run accepts
+MAX_VOCAB = 2**20  # the largest vocabulary a run trains (BERT's are 30,522; multilingual 119,547)
 VOCAB_SIZE = 8000  # the vocabulary trained when none is given
 
 
@@ -125,7 +126,10 @@ class PretrainOptions:
         None,
         help=f"size of the vocabulary to train (default: {VOCAB_SIZE}; not with --vocab or "
         "--init, whose vocabulary is used as it is)",
-        check=Check(f"an int >= {MIN_VOCAB}", lambda v: POSITIVE_INT.test(v) and v >= MIN_VOCAB),
+        check=Check(
+            f"an int in [{MIN_VOCAB}, {MAX_VOCAB:,}]",
+            lambda v: POSITIVE_INT.test(v) and MIN_VOCAB <= v <= MAX_VOCAB,
+        ),
     )
     max_len: int = option(
         128,
@@ -247,9 +251,13 @@ def _tokenizer(
             else BertTokenizer.from_vocab_file(path)
         )
     say(f"training a WordPiece vocabulary of {vocab_size} on the training articles")
-    return BertTokenizer(
-        train_wordpiece([p for a in train_articles for p in a.paragraphs], vocab_size)
-    )
+    vocab = train_wordpiece([p for a in train_articles for p in a.paragraphs], vocab_size)
+    if len(vocab) < vocab_size:
+        say(
+            f"the training text gave {len(vocab):,} tokens, fewer than the {vocab_size:,} asked "
+            "(no pair of symbols left that occurs twice): the model's vocabulary is that size"
+        )
+    return BertTokenizer(vocab)
 
 
 def pretrain(

@@ -28,7 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from minibert.options import changed, saved
 from minibert.recipes.finetune_recipe import FinetuneOptions, FinetuneResult, finetune
+from minibert.recipes.outputs import LOCK, MANIFEST, RUN_FOLDER, add_to_manifest, manifest_files
+from minibert.recipes.shared import options_of
+from minibert.run_state import STATE_FILE
+from minibert.utils import atomic_write, read_json_object
 
 __all__ = ["Sweep", "Trial", "choose_lr", "sweep"]
 
@@ -125,11 +130,8 @@ def choose_lr(
     widen: int = 2,
 ) -> Sweep:
     """Run every rate of grid (ascending, at least two), widen at the edge, choose; see the module."""
+    _check_grid(grid, widen)
     rates = sorted(float(r) for r in grid)
-    if len(rates) < 2 or len(set(rates)) != len(rates) or rates[0] <= 0:
-        raise ValueError(f"the grid needs at least two different positive rates, got {list(grid)}")
-    if widen < 0:
-        raise ValueError(f"widen must be 0 or more, got {widen}")
     trials = [run(rate) for rate in rates]
     widened: list[float] = []
     for _ in range(widen):
@@ -170,16 +172,24 @@ def sweep(
     **changes: Any,
 ) -> Sweep:
     """Fine-tune at each rate of grid into out/lr-RATE and choose the rate on dev (the module's
-    rules); writes out/sweep.json. options and changes are finetune's (lr is the grid's)."""
+    rules); writes out/sweep.json. options and changes are finetune's (lr is the grid's).
+
+    With resume (``--resume``), a sweep that was stopped goes on: a rate whose run finished is
+    read from its folder (with the same options), an interrupted one is resumed from its
+    checkpoint or run again, and the rates not yet reached run as usual.
+    """
     if "lr" in changes:
         raise ValueError("the sweep sets the learning rate: give the rates as the grid, not lr")
+    _check_grid(grid, widen)
     out = Path(out)
+    o = options_of(FinetuneOptions, options, changes)
+    _check_summary(out, o)
 
     def run(rate: float) -> Trial:
-        result = finetune(out / f"lr-{rate:g}", options, **changes, lr=rate)
+        result = _run_or_read(out / f"lr-{rate:g}", o, rate)
         return Trial(rate, float(result.selection["value"]), _kept_loss(result), result)
 
-    name, higher_is_better = _task_measure(options, changes)
+    name, higher_is_better = _task_measure(o, {})
     chosen = choose_lr(run, grid, measure=name, higher_is_better=higher_is_better, widen=widen)
     summary = chosen.as_dict() | {
         "folders": {f"{t.lr:g}": str(t.result.folder) for t in chosen.trials},
@@ -187,6 +197,71 @@ def sweep(
                                if isinstance(v, (int, float, str))} for t in chosen.trials},
     }  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
-    (out / "sweep.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    atomic_write(out / SUMMARY, json.dumps(summary, indent=1, default=str) + "\n")
+    add_to_manifest(out, [SUMMARY])  # ours: a later sweep may replace it
     chosen.folder = out
     return chosen
+
+
+SUMMARY = "sweep.json"  # in the sweep's folder: every rate's measures and the choice
+
+
+def _check_grid(grid: Sequence[float], widen: int) -> None:
+    """Every rate finite and positive, at least two different ones: checked before any training."""
+    rates = list(grid)
+    usable = all(isinstance(r, (int, float)) and math.isfinite(r) and r > 0 for r in rates)
+    if len(rates) < 2 or not usable or len(set(rates)) != len(rates):
+        raise ValueError(f"the grid needs at least two different positive rates, got {rates}")
+    if widen < 0:
+        raise ValueError(f"widen must be 0 or more, got {widen}")
+
+
+def _check_summary(out: Path, o: FinetuneOptions) -> None:
+    """Refuse a sweep folder that is a file, or whose sweep.json no sweep of ours wrote; with
+    resume, one that does not exist."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"sweep folder {out} is a file; give a folder")
+    if o.train.resume and not out.is_dir():
+        raise ValueError(f"resume: {out} does not exist, so it holds no sweep to continue")
+    if (out / SUMMARY).exists() and SUMMARY not in manifest_files(out):
+        raise ValueError(
+            f"{out / SUMMARY} was not written by a sweep (no {MANIFEST} lists it), and a sweep "
+            "writes its summary there: move it away, or choose another folder"
+        )
+
+
+def _run_or_read(folder: Path, o: FinetuneOptions, rate: float) -> FinetuneResult:
+    """Fine-tune at rate into folder; with resume, read a finished run of the same options, resume
+    an interrupted one, and start the others afresh."""
+    if not o.train.resume:
+        return finetune(folder, o, lr=rate)
+    if (folder / RUN_FOLDER / STATE_FILE).is_file():  # interrupted after a checkpoint
+        return finetune(folder, o, lr=rate)
+    if (folder / "results.json").is_file() and not (folder / RUN_FOLDER).exists():
+        return _finished(folder, options_of(FinetuneOptions, o, {"lr": rate}))
+    left = [p.name for p in folder.iterdir()] if folder.is_dir() else []
+    started = {RUN_FOLDER, LOCK} | {p.name for p in folder.glob(".*.partial")}
+    if set(left) - started:
+        raise ValueError(
+            f"resume: {folder} holds neither a finished run nor an interrupted one "
+            f"({', '.join(sorted(left)[:5])}); move it away, or run the sweep with --overwrite"
+        )  # a folder the run began and left before its first checkpoint: started again
+    return finetune(folder, o, lr=rate, resume=False, overwrite=bool(left))
+
+
+def _finished(folder: Path, o: FinetuneOptions) -> FinetuneResult:
+    """A finished run's result, read from its folder (refused if it ran with other options)."""
+    record = read_json_object(folder / "results.json")
+    history = json.loads((folder / "history.json").read_text(encoding="utf-8"))
+    before = dict(record.get("options", {}))
+    now = saved(o)
+    before.update({k: None for k, v in now.items() if v is None})  # left for the recipe to fill
+    if differ := changed(before, o):
+        raise ValueError(
+            f"resume: {folder} holds a finished run with other options ({', '.join(differ)}); "
+            "resume with the same options, or run the sweep with --overwrite"
+        )
+    dev, test = record.get("dev", {}), record.get("test", {})
+    return FinetuneResult(
+        folder, history, dev, test, record.get("seconds", 0.0), record["selection"]
+    )

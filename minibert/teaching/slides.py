@@ -35,6 +35,7 @@ import tempfile
 from pathlib import Path
 
 from minibert.teaching.student_edition import ANSWER, BEGIN
+from minibert.utils import is_plain_name
 
 TYPES = ("slide", "subslide", "fragment", "-", "notes", "skip")
 NOTES_WORDS = 80  # prose longer than this (and with no heading) becomes the speaker's notes
@@ -189,7 +190,24 @@ def _old_files(out: Path) -> list[Path]:
             f"{out} holds files and no decks built here (no {MANIFEST}); give a new or empty "
             "folder, or the folder of an earlier build"
         )
-    return [out / name for name in json.loads((out / MANIFEST).read_text())["files"]]
+    manifest = out / MANIFEST
+    try:
+        files = json.loads(manifest.read_text(encoding="utf-8"))["files"]
+    except (ValueError, KeyError, TypeError) as exc:  # bad JSON or UTF-8, no list of files
+        raise ValueError(
+            f"{manifest} is damaged ({type(exc).__name__}: {exc}); {_BY_HAND}"
+        ) from None
+    if not isinstance(files, list) or not all(
+        is_plain_name(f) and f.endswith(".html") for f in files
+    ):
+        raise ValueError(
+            f"{manifest} is damaged or not ours: a build lists only the .html pages it wrote "
+            f"directly in {out}, and it lists {str(files)[:120]}; {_BY_HAND}"
+        )
+    return [out / name for name in files]
+
+
+_BY_HAND = "nothing was removed: empty the folder by hand, or give a new one"
 
 
 def build(notebooks: str | Path, out: str | Path) -> list[Path]:

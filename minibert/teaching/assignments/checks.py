@@ -306,12 +306,20 @@ def encoder_attention(module: Any, cases: int = 12) -> tuple[bool, str]:
     return True, f"matches minibert's self-attention on {cases} cases (half of them padded)."
 
 
+LENT_NUMBERS = 2**16  # the largest input a lent helper takes (the checks use a few hundred)
+
+
 def _reference_attention(attention: Any) -> Callable[..., Any]:
     """minibert's attention with the skeleton's interface, (x, mask) -> output only: lent to the
     student's layer, it runs here in the grader (the sandbox never holds the reference)."""
     import torch
 
     def forward(x: Any, mask: Any = None) -> Any:
+        if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.numel() > LENT_NUMBERS:
+            raise ValueError(
+                f"the grader's attention takes x (batch, seq, hidden) of at most {LENT_NUMBERS:,} "
+                f"numbers, got {tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
+            )
         with torch.no_grad():
             return attention(x, mask)[0]
 

@@ -147,8 +147,8 @@ class Session:
     def begin(self, seconds: float) -> None:
         """A new step (the start, the import, a part): its own time, no helpers lent yet.
 
-        The time counts only the waits for the worker: the grader's own work (making inputs,
-        the reference, a lent helper) is not the submission's.
+        The time counts the waits for the worker and the lent helpers' work, which the
+        submission asks for; the grader's own work (making inputs, the reference) is not its.
         """
         self.seconds, self.used = seconds, 0.0
         self.helpers = {}
@@ -174,10 +174,10 @@ class Session:
                 self.transport.send(worker.encode({"op": op, **message}, tensors or {}), deadline)  # fmt: skip
             while True:
                 reply, got = self.transport.receive(deadline)
-                if op == "call" and "callback" in reply:
-                    served = time.monotonic()
+                if op == "call" and "callback" in reply:  # a lent helper, on the student's time
                     answer = self._serve(reply, got)
-                    deadline += time.monotonic() - served  # the grader's time, not the student's
+                    if time.monotonic() > deadline:
+                        raise TimeoutError
                     self.transport.send(answer, deadline)
                     continue
                 if not any(set(reply) == keys for keys in REPLIES[op]):

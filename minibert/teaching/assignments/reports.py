@@ -77,7 +77,25 @@ def csv_problem(path: str | Path) -> str | None:
         return f"cannot write the CSV: {path} is a folder; give a file name, e.g. {target / 'grades.csv'}"  # fmt: skip
     if target.exists() and not target.is_file():
         return f"cannot write the CSV: {path} is not a regular file"
+    if target.is_file() and not _written_by_the_grader(target):
+        return (
+            f"cannot write the CSV: {path} exists and is not a table of grades this grader wrote "
+            "(it replaces only its own); give a new file name"
+        )
     where = target.resolve().parent
     if not where.is_dir() or not os.access(where, os.W_OK):
         return f"cannot write the CSV: {where} is not a writable folder"
     return None
+
+
+def _written_by_the_grader(path: Path) -> bool:
+    """Whether path's first line is the header write_csv writes (folder, assignment, ..., error)."""
+    try:
+        with path.open(encoding="utf-8", newline="") as f:
+            header = next(csv.reader([f.readline(4096)]), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False
+    return header[:2] == ["folder", "assignment"] and header[-4:] == HEADER_END
+
+
+HEADER_END = ["total", "max", "sandbox", "error"]  # the last columns of every CSV of grades

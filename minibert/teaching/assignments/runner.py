@@ -3,10 +3,13 @@
 grade_isolated (the command's) copies the submission's folder and runs the worker (worker.py) on
 the copy. On Linux with bubblewrap, the worker runs in a sandbox: its own user, process, network,
 IPC and UTS namespaces (no network; it cannot see or signal the grader or another submission),
-a read-only view of only what Python and torch need (the system's libraries, the Python
-installation, its site-packages with minibert, transformers and d2l hidden), its own /tmp and
-/proc, and its folder's copy at /submission; the whole sandbox dies at the time limit, when the
-run ends or if the grader dies. Without bubblewrap, the worker runs as a plain child process,
+as an unprivileged user (nobody) with every capability dropped, whoever runs the grader (root
+included: it cannot mount or remount anything), a read-only view of only what Python and torch
+need (the system's libraries, the Python installation wherever it lives, its site-packages with
+minibert, transformers and d2l hidden), its own /proc, and nothing writable but three in-memory
+folders of fixed size: /tmp, /dev/shm and /submission (a fresh copy of the folder as handed in,
+made inside the sandbox: nothing it writes reaches the host's disk). The whole sandbox dies at the
+time limit, when the run ends or if the grader dies. Without bubblewrap, the worker runs as a plain child process,
 every process it started killed at the end, and every row says "not sandboxed". grade runs the
 worker in this process (for the tests and quick checks: no isolation at all).
 """
@@ -48,10 +51,13 @@ STARTUP_SECONDS = 120  # the worker's own start (Python, torch), before the stud
 KEPT_OUTPUT = 10_000  # characters of a submission's printing kept by grade() (the rest dropped)
 COPY_BYTES = 64 * 2**20  # the most a submission's folder may hold (it is copied for each run)
 TMP_BYTES = 64 * 2**20  # the sandbox's /tmp (in memory)
+SHM_BYTES = 16 * 2**20  # the sandbox's /dev/shm (in memory)
+SUBMISSION_BYTES = COPY_BYTES + TMP_BYTES  # the sandbox's /submission: the copy and room to write
+NOBODY = "65534"  # the user and group a submission runs as inside the sandbox
 BWRAP: str | None = "bwrap"  # the bubblewrap program; None: never sandbox (tests set it)
 ENV_TOKEN = "MINIBERT_GRADING_RUN"  # set in every worker's environment: finds its strays
-HOW = ("install bubblewrap (Debian, Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
-       "bubblewrap) on Linux, or grade in a container or throw-away account")  # fmt: skip
+INSTALL = "install bubblewrap (Debian, Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
+ELSEWHERE = "or grade in a container or throw-away account"
 
 
 @dataclass
@@ -256,26 +262,40 @@ _probed: dict[str, str | None] = {}
 
 
 def sandbox_problem() -> str | None:
-    """None when bubblewrap can sandbox here; else "not sandboxed: why; how to get one".
+    """None when bubblewrap can sandbox here; else "not sandboxed: why; what to do".
 
-    Probed once per bwrap: namespaces at all, then Python and torch inside the sandbox.
+    Probed once per bwrap: its namespaces and dropped privileges, then Python and torch inside
+    the sandbox the worker gets (the same arguments).
     """
     if not sys.platform.startswith("linux"):
-        return f"not sandboxed: bubblewrap needs Linux; {HOW}"
+        return f"not sandboxed: bubblewrap needs Linux; {ELSEWHERE}"
     found = shutil.which(BWRAP) if BWRAP else None
     if not found:
-        return f"not sandboxed: bwrap was not found; {HOW}"
+        return f"not sandboxed: bwrap was not found; {INSTALL}, {ELSEWHERE}"
     if found not in _probed:
-        _probed[found] = _probe([found, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"])  # fmt: skip
-        if _probed[found]:
-            _probed[found] = (f"bwrap cannot make namespaces here ({_probed[found]}); allow "
-                              "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
-                              "or kernel.apparmor_restrict_unprivileged_userns=0)")  # fmt: skip
-        else:
-            check = "import site, sys; [site.addsitedir(p) for p in sys.argv[1:]]; import torch"
-            said = _probe([*_sandbox(found, "probe"), sys.executable, "-I", "-c", check, *_site_dirs()])  # fmt: skip
-            _probed[found] = said and f"Python and torch do not start in bwrap's sandbox ({said})"
-    return _probed[found] and f"not sandboxed: {_probed[found]}; {HOW}"
+        _probed[found] = _probe_sandbox(found)
+    return _probed[found] and f"not sandboxed: {_probed[found]}"
+
+
+def _probe_sandbox(bwrap: str) -> str | None:
+    """Why bwrap cannot run the worker here (and what to do), or None."""
+    said = _probe([bwrap, *_privileges(), "--ro-bind", "/", "/", "true"])
+    if said:
+        return (
+            f"bwrap cannot make its namespaces here ({said}); allow unprivileged user namespaces "
+            "(sysctl kernel.unprivileged_userns_clone=1, or "
+            f"kernel.apparmor_restrict_unprivileged_userns=0), {ELSEWHERE}"
+        )
+    check = "import site, sys; [site.addsitedir(p) for p in sys.argv[1:]]; import torch"
+    command = [*_sandbox(bwrap, "probe"), sys.executable, "-I", "-c", check, *_site_dirs()]
+    said = _probe(command)
+    if said:
+        return (
+            f"bwrap works, but Python ({sys.executable}) and torch do not start in its sandbox "
+            f"({said}); the sandbox binds {', '.join(_python_folders())} read-only: "
+            f"please report this, {ELSEWHERE}"
+        )
+    return None
 
 
 def _probe(command: list[str]) -> str | None:
@@ -288,6 +308,29 @@ def _probe(command: list[str]) -> str | None:
     return None if done.returncode == 0 else said[:200]
 
 
+def _privileges() -> list[str]:
+    """bwrap's namespaces, run as nobody with every capability dropped (root's too: as root,
+    bwrap would otherwise keep them, and a submission could remount the environment writable)."""
+    namespaces = ["--unshare-all", "--unshare-user", "--uid", NOBODY, "--gid", NOBODY]
+    return [*namespaces, "--cap-drop", "ALL", "--die-with-parent", "--new-session"]
+
+
+def _python_folders() -> list[str]:
+    """The folders Python and its packages live in, outermost only (not those under /usr)."""
+    installation = str(Path(os.path.realpath(sys.executable)).parent.parent)
+    python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, installation}
+    python |= set(_site_dirs())
+    bound: list[str] = []
+    for path in sorted(python, key=len):
+        if not any(_within(path, b) for b in ["/usr", *bound]):
+            bound.append(path)
+    return bound
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
 def _binds() -> list[str]:
     """bwrap's arguments for the read-only system: libraries, Python, its packages, less FORBIDDEN."""
     args: list[str] = []
@@ -296,49 +339,67 @@ def _binds() -> list[str]:
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
-    for path in ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group", "nsswitch.conf"):  # fmt: skip
-        args += ["--ro-bind-try", f"/etc/{path}", f"/etc/{path}"]
-    python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-              str(Path(os.path.realpath(sys.executable)).parent.parent)}  # fmt: skip
-    python |= set(_site_dirs())
-    bound: list[str] = ["/usr"]
-    for path in sorted(python, key=len):
-        if not any(path == b or path.startswith(b.rstrip("/") + "/") for b in bound):
-            args += ["--ro-bind", path, path]
-            bound.append(path)
+    for name in ETC:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    bound = _python_folders()
+    for path in bound:
+        args += ["--ro-bind", path, path]
     import importlib.util
 
-    for name in FORBIDDEN:  # hidden under an empty folder wherever a bound path holds them
+    for (
+        name
+    ) in FORBIDDEN:  # hidden under an empty, read-only folder wherever a bound path holds them
         spec = importlib.util.find_spec(name)
         for place in map(str, (spec.submodule_search_locations or []) if spec else []):
-            if any(place.startswith(b.rstrip("/") + "/") for b in bound):
-                args += ["--tmpfs", place]
+            if any(_within(place, b) and place != b for b in ["/usr", *bound]):
+                args += ["--size", "4096", "--tmpfs", place, "--remount-ro", place]
     return args
+
+
+ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group", "nsswitch.conf")
 
 
 def _site_dirs() -> list[str]:
     """The grader's package folders (site-packages, a user's site too): the worker's as well."""
-    return [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and os.path.isdir(p)]  # fmt: skip
+    found = [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages")]
+    return [p for p in found if os.path.isdir(p)]
 
 
-def _sandbox(bwrap: str, token: str) -> list[str]:
-    """bwrap and its arguments: namespaces, environment, the read-only system, /proc, /dev, /tmp."""
+def _sandbox(bwrap: str, token: str, mounts: list[str] = ()) -> list[str]:
+    """bwrap and its arguments: namespaces and privileges, environment, the in-memory /tmp, the
+    read-only system, /proc, /dev, the in-memory /dev/shm, then mounts, then / made read-only.
+
+    /tmp comes before the system's binds, so that a Python installed under /tmp is bound on top
+    of it rather than hidden by it.
+    """
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", ENV_TOKEN: token,
            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # fmt: skip
-    args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
+    args = [bwrap, *_privileges(), "--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]
-    return [*args, *_binds(), "--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]  # fmt: skip
+    args += ["--size", str(TMP_BYTES), "--tmpfs", "/tmp", *_binds(), "--proc", "/proc"]
+    args += ["--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", *mounts]
+    return [*args, "--remount-ro", "/dev", "--remount-ro", "/"]
+
+
+HANDED_IN = "/grader/handed-in"  # in the sandbox: the folder's copy, read-only
 
 
 def _command(copy: Path, memory_mb: int, token: str, sandboxed: bool) -> list[str]:
-    """The worker's command line: `python -I worker.py MEGABYTES SITE...`, in bwrap if sandboxed."""
+    """The worker's command line: `python -I worker.py MEGABYTES SITE...`, in bwrap if sandboxed.
+
+    In the sandbox, the worker copies the folder (bound read-only at HANDED_IN) into /submission,
+    an in-memory folder of SUBMISSION_BYTES, and runs there: what the submission writes is capped
+    in total and never reaches the host's disk.
+    """
     worker_file = str(Path(__file__).with_name("worker.py"))
     if not sandboxed:
         return [sys.executable, "-I", worker_file, str(memory_mb), *_site_dirs()]
-    return [*_sandbox(shutil.which(BWRAP), token), "--bind", str(copy), "/submission",
-            "--ro-bind", worker_file, "/grader/worker.py", "--chdir", "/submission",
-            sys.executable, "-I", "/grader/worker.py", str(memory_mb), *_site_dirs()]  # fmt: skip
+    mounts = ["--ro-bind", str(copy), HANDED_IN, "--ro-bind", worker_file, "/grader/worker.py"]
+    mounts += ["--size", str(SUBMISSION_BYTES), "--tmpfs", "/submission"]
+    mounts += ["--setenv", "MINIBERT_HANDED_IN", HANDED_IN, "--chdir", "/submission"]
+    worker = [sys.executable, "-I", "/grader/worker.py", str(memory_mb), *_site_dirs()]
+    return [*_sandbox(shutil.which(BWRAP), token, mounts), *worker]
 
 
 def _private_copy(folder: Path, into: Path) -> None:
@@ -502,7 +563,11 @@ def grade_many(
     """grade_isolated on each folder, jobs at a time, yielding the grades in the folders' order.
 
     A folder that cannot be graded (not a folder, no assignment in it) gets a row saying why.
+    Several folders need name: a folder's marker is the student's file (it could name an easier
+    assignment), so a class is graded as the assignment the teacher names.
     """
+    if name is None and len(folders) > 1:
+        raise ValueError("grading several folders needs the assignment's name (--name)")
 
     def one(folder: str | Path) -> Grade:
         try:
