@@ -23,6 +23,7 @@ tag, answer). This file only wires them to sub-commands.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 
@@ -117,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     command.add_argument("--widen", type=int, default=2,
                          help="rates added beyond the grid's edge when the best is there (default: 2)")  # fmt: skip
     add_arguments(command, FinetuneOptions)
+    # a rate such as -1e-3 is a value to refuse with the grid's own message, not an unknown flag
+    # (argparse takes only -1 and -0.5 for negative numbers)
+    command._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
     command.set_defaults(run=_sweep)
     return parser
 

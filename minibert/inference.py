@@ -27,13 +27,37 @@ __all__ = ["MAX_ANSWER_PIECES", "Answer", "answer", "best_span", "classify", "fi
            "word_in_context"]  # fmt: skip
 
 
+def check_text(text: str, what: str = "the text") -> None:
+    """Refuse text with nothing to read: empty, or only spaces and control characters."""
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be a str, got {type(text).__name__}")
+    if not any(c.isprintable() and not c.isspace() for c in text):
+        raise ValueError(
+            f"{what} is empty (or only spaces and control characters): give some words"
+        )
+
+
+def _finite(probabilities: torch.Tensor) -> torch.Tensor:
+    """probabilities, or a ValueError when the model's outputs are not numbers (NaN or inf)."""
+    if not torch.isfinite(probabilities).all():
+        raise ValueError(
+            "the model's outputs are not numbers (NaN or inf): its weights are damaged; "
+            "fine-tune it again, or load another folder"
+        )
+    return probabilities
+
+
+def _positions(model: nn.Module) -> int | None:
+    """The model's position limit (config.max_position_embeddings), if it says."""
+    return getattr(getattr(model, "config", None), "max_position_embeddings", None)
+
+
 @torch.no_grad()
 def fill_mask(
     model: nn.Module, tokenizer: Any, text: str, top_k: int = 5
 ) -> list[list[tuple[str, float]]]:
     """For each [MASK] in text, the top_k (token, probability) pairs of a masked-LM model."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    check_text(text)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be a positive int, got {top_k!r}")
     enc = tokenizer(text)
@@ -52,7 +76,7 @@ def fill_mask(
     with evaluating(model):
         out = model(input_ids=ids.to(device), attention_mask=torch.ones_like(ids).to(device))
     logits = out.mlm_logits if getattr(out, "mlm_logits", None) is not None else out.logits
-    probs = logits[0, positions].float().softmax(-1)  # (masks, vocab)
+    probs = _finite(logits[0, positions].float().softmax(-1))  # (masks, vocab)
     top = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
     return [
         [(tokenizer.convert_ids_to_tokens(int(i)), float(p)) for p, i in zip(ps, ids_)]
@@ -74,11 +98,17 @@ def classify(
         raise TypeError("texts must be a list of str (wrap a single text in a list)")
     if not texts:
         raise ValueError("no texts to classify")
+    for i, text in enumerate(texts):
+        check_text(text, f"text {i + 1}")
     if text_pairs is not None:
         if isinstance(text_pairs, str) or not all(isinstance(t, str) for t in text_pairs):
             raise TypeError("text_pairs must be a list of str, one for each text")
         if len(text_pairs) != len(texts):
             raise ValueError(f"{len(texts)} texts but {len(text_pairs)} text_pairs: give one each")
+        for i, text in enumerate(text_pairs):
+            check_text(text, f"the second text of pair {i + 1}")
+    limit = _positions(model)
+    max_length = max_length if limit is None else min(max_length, limit)
     batch = tokenizer.encode_batch(
         texts if text_pairs is None else list(zip(texts, text_pairs)),
         max_length=max_length,
@@ -87,7 +117,7 @@ def classify(
     device = next(model.parameters()).device
     with evaluating(model):
         logits = model(**{k: v.to(device) for k, v in batch.items()}).logits  # (texts, labels)
-    probs = logits.float().softmax(-1)
+    probs = _finite(logits.float().softmax(-1))
     best = probs.max(-1)
     names = model.config.names()
     return [(names[int(i)], float(p)) for p, i in zip(best.values, best.indices)]
@@ -95,20 +125,31 @@ def classify(
 
 @torch.no_grad()
 def tag(
-    model: nn.Module, tokenizer: Any, text: str, max_length: int = 512
+    model: nn.Module, tokenizer: Any, text: str, max_length: int | None = None
 ) -> list[tuple[str, str, float]]:
     """Each word of text with the token classifier's label (read on its first piece, as it was
-    trained) and its probability: [(word as the tokenizer pieced it, label, probability), ...]."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
-    enc = tokenizer(text, max_length=max_length, truncation=True)
+    trained) and its probability: [(word as the tokenizer pieced it, label, probability), ...].
+
+    A text longer than the model's positions is refused; with max_length, only its first
+    max_length pieces ([CLS] and [SEP] included) are tagged."""
+    check_text(text)
+    limit = _positions(model) or 512
+    if max_length is None:
+        length = len(tokenizer(text).input_ids)
+        if length > limit:
+            raise ValueError(
+                f"the text is {length:,} WordPiece tokens ([CLS] and [SEP] included), more than "
+                f"the model's {limit:,} positions: tag a shorter text, or cut it with "
+                f"max_length (--max-length {limit}) to tag its first words only"
+            )
+    enc = tokenizer(text, max_length=min(max_length or limit, limit), truncation=True)
     if not any(w is not None for w in enc.word_ids):
         raise ValueError(f"the text has no words to tag: {text!r}")
     ids = torch.tensor([enc.input_ids])  # (1, seq)
     device = next(model.parameters()).device
     with evaluating(model):
         logits = model(input_ids=ids.to(device), attention_mask=torch.ones_like(ids).to(device))
-    probs = logits.logits[0].float().softmax(-1)  # (seq, labels)
+    probs = _finite(logits.logits[0].float().softmax(-1))  # (seq, labels)
     names, words = model.config.names(), {}
     for position, (piece, word) in enumerate(zip(enc.tokens, enc.word_ids)):
         if word is None:
@@ -204,10 +245,11 @@ def answer(
 ) -> Answer:
     """The span of context that best answers question: the best start + end over every window of
     [CLS] question [SEP] context [SEP] (windows overlapping by stride pieces)."""
-    if not isinstance(question, str) or not isinstance(context, str):
-        raise TypeError("question and context must be str")
-    if not question.strip() or not context.strip():
-        raise ValueError("give a question and a context that are not empty")
+    check_text(question, "the question")
+    check_text(context, "the context")
+    limit = _positions(model)
+    max_length = max_length if limit is None else min(max_length, limit)
+    stride = min(stride, max_length // 2)
     windows = tokenizer(question, context, max_length=max_length, truncation="only_second",
                         stride=stride, return_overflowing_tokens=True,
                         return_offsets_mapping=True)  # fmt: skip
@@ -218,6 +260,7 @@ def answer(
             ids = torch.tensor([enc.input_ids], device=device)  # (1, seq)
             out = model(ids, torch.tensor([enc.token_type_ids], device=device))
             starts, ends = out.start_logits[0].float(), out.end_logits[0].float()  # (seq,)
+            _finite(starts + ends)
             inside = [i for i, s in enumerate(enc.sequence_ids) if s == 1]
             found = best_span(starts.tolist(), ends.tolist(), inside, max_pieces)
             if found is not None and (best is None or found[0] > best[0]):

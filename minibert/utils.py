@@ -140,3 +140,19 @@ def is_plain_name(name: object) -> bool:
         and "\0" not in name
         and not os.path.isabs(name)
     )
+
+
+def folder_problem(path: str | Path) -> str | None:
+    """Why a folder cannot be written at path (a file, a link to nothing, a file where a parent
+    folder should be, a place without write permission), or None."""
+    path = Path(path)
+    if path.is_symlink() and not path.exists():
+        return f"{path} is a link to {os.readlink(path)}, which does not exist; give a folder"
+    if path.exists() and not path.is_dir():
+        return f"{path} is a file; give a folder"
+    existing = next(p for p in (path, *path.parents) if p.exists() or p.is_symlink())
+    if not existing.is_dir():
+        return f"{existing} is a file, so {path} cannot be made there; give a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"cannot write to {path}: {existing} is not writable"
+    return None

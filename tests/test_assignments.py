@@ -1289,3 +1289,38 @@ def test_d4_the_csv_never_replaces_a_file_the_grader_did_not_write(tmp_path, cap
         cli.main(["assignment", "grade", str(folder), "--csv", str(table)]) == 0
     )  # its own: replaced
     assert len(list(csv.DictReader(table.open(encoding="utf-8")))) == 1
+
+
+def test_52_ctrl_c_during_grading_is_one_line_and_leaves_the_csv_whole(tmp_path):
+    """Ctrl-C during `assignment grade`: a KeyboardInterrupt traceback."""
+    import signal
+
+    slow = student(tmp_path, "slow", "import time\ntime.sleep(60)\n")
+    table = tmp_path / "grades.csv"
+    table.write_text("folder,assignment,total,max,sandbox,error\n", encoding="utf-8")
+    before = table.read_bytes()
+    command = [sys.executable, "-m", "minibert", "assignment", "grade", str(slow), str(slow),
+               "--name", "attention", "--csv", str(table), "--seconds", "120"]  # fmt: skip
+    child = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal (a
+    )  # fmt: skip  # background job starts with SIGINT ignored, and Python then keeps it so
+    child.stdout.readline()  # the sandbox line: grading has begun
+    time.sleep(2)
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 130 and "Traceback" not in err, err
+    assert "interrupted after 0 of 2 folders" in err and len(err.strip().splitlines()) == 1
+    assert table.read_bytes() == before
+
+
+def test_52_assignment_new_into_a_place_it_cannot_write_is_one_line(tmp_path, capsys):
+    """`assignment new` into a read-only place: OSError [Errno 30]; to a dangling link: [Errno 17]."""
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    for place, says in ((tmp_path / "afile" / "hw", "afile is a file, so"),
+                        (tmp_path / "link", "which does not exist")):  # fmt: skip
+        assert cli.main(["assignment", "new", "attention", str(place)]) == 2
+        err = capsys.readouterr().err
+        assert says in err and len(err.strip().splitlines()) == 1 and "Errno" not in err
+    assert not (tmp_path / "nowhere").exists()

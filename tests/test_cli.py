@@ -113,7 +113,7 @@ def test_fill_mask_prints_top_k(pretrained):
     line = done.stdout.strip().splitlines()[0]
     assert line.startswith("[MASK] 1:") and len(line.split("  ")) == 3
     done = in_process("fill-mask", str(out), "no mask here")
-    assert done.returncode == 1 and "no [MASK]" in done.stderr
+    assert done.returncode == 2 and "no [MASK]" in done.stderr  # a bad argument
 
 
 def test_every_pretrain_option_is_explained():

@@ -108,8 +108,8 @@ def test_answer_reads_a_context_file_and_refuses_an_empty_question(folders, tmp_
     assert cli.main(["answer", folder, "--question", "who?", "--context",
                      str(tmp_path / "paragraph.txt")]) == 0  # fmt: skip
     assert capsys.readouterr().out.splitlines()[0] in CONTEXT
-    assert cli.main(["answer", folder, "--question", " ", "--context", CONTEXT]) == 1
-    assert "not empty" in capsys.readouterr().err
+    assert cli.main(["answer", folder, "--question", " ", "--context", CONTEXT]) == 2
+    assert "the question is empty" in capsys.readouterr().err
 
 
 def test_classify_takes_sentence_pairs(folders, capsys):
@@ -122,10 +122,91 @@ def test_classify_takes_sentence_pairs(folders, capsys):
     assert batch["token_type_ids"].max() == 1  # the second text is segment B
     with pytest.raises(ValueError, match="2 texts but 1 text_pairs"):
         inference.classify(model, tok, ["a", "b"], ["c"])
-    assert cli.main(["classify", str(folder), "who built it ?", "--pair", "eiffel did ."]) == 0
-    assert capsys.readouterr().out.rstrip().endswith("who built it ? | eiffel did .")
+    assert cli.main(["classify", str(folder), "who built it ?", "--pair", "eiffel did ."]) == 2
+    assert "labels single texts (rotten-tomatoes), not pairs" in capsys.readouterr().err
 
 
 def test_a_pretrained_folder_is_not_fine_tuned(capsys):
     assert cli.main(["tag", str(assets.course_checkpoint()), "the eiffel tower"]) == 1
     assert "has no trained head" in capsys.readouterr().err
+
+
+# --- #52: one line, exit code 2, for every bad input ----------------------------------------
+
+
+def _one_line(capsys, code: int, says: str, got: int) -> None:
+    out, err = capsys.readouterr()
+    assert got == code and says in err and len(err.strip().splitlines()) == 1, (got, err)
+
+
+def test_52_answer_reads_a_long_pasted_paragraph_as_text(folders, tmp_path, capsys):
+    """A paragraph over 255 bytes as --context was tried as a path: OSError File name too long."""
+    folder = str(folders["wiki-qa"])
+    paragraph = " ".join([CONTEXT] * 12)  # 588 characters
+    assert cli.main(["answer", folder, "--question", "who built it ?", "--context", paragraph]) == 0
+    assert capsys.readouterr().out.splitlines()[0] in paragraph
+    got = cli.main(["answer", folder, "--question", "who?", "--context", str(tmp_path)])
+    _one_line(capsys, 2, "is a folder; give a text or a file", got)
+    got = cli.main(["answer", folder, "--question", "who?", "--context", "notes.txt"])
+    _one_line(capsys, 2, "no file notes.txt", got)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\x00\x01", "\t\n"])
+def test_52_empty_or_control_only_text_is_refused_by_every_command(folders, capsys, text):
+    """classify "" answered "rotten 0.590" while tag and answer refused empty text."""
+    rt, qnli = str(folders["rotten-tomatoes"]), str(folders["wiki-qnli"])
+    caps, qa = str(folders["capitalisation"]), str(folders["wiki-qa"])
+    for command in (
+        ["classify", rt, text],
+        ["classify", qnli, "who built it ?", text],
+        ["tag", caps, text],
+        ["answer", qa, "--question", "who?", "--context", text],
+        ["fill-mask", str(assets.course_checkpoint()), text],
+    ):
+        _one_line(capsys, 2, "is empty (or only spaces and control characters)", cli.main(command))
+
+
+def test_52_a_pair_task_without_results_json_is_known_by_its_labels(folders, tmp_path, capsys):
+    """A wiki-qnli folder without results.json classified its two texts separately."""
+    import shutil
+
+    copy = tmp_path / "qnli"
+    shutil.copytree(folders["wiki-qnli"], copy)
+    (copy / "results.json").unlink()
+    assert cli.main(["classify", str(copy), "who built it ?", "eiffel built it ."]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("who built it ? | eiffel built it .")
+
+
+def test_52_a_model_that_outputs_nan_is_refused(folders, tmp_path, capsys):
+    """A model with NaN weights printed "rotten nan", exit 0."""
+    import torch
+
+    folder = folders["rotten-tomatoes"]
+    model = BertForSequenceClassification.from_pretrained(folder)
+    with torch.no_grad():
+        model.classifier.weight.fill_(float("nan"))
+    model.save_pretrained(tmp_path / "nan")
+    BertTokenizer.from_pretrained(folder).save_pretrained(tmp_path / "nan")
+    (tmp_path / "nan" / "results.json").write_text('{"task": "rotten-tomatoes"}')
+    got = cli.main(["classify", str(tmp_path / "nan"), "a gem of a film"])
+    _one_line(capsys, 2, "outputs are not numbers (NaN or inf)", got)
+
+
+def test_52_tag_takes_the_models_positions_and_cuts_only_when_asked(folders, capsys):
+    """130 words: "truncate them (truncation=True)", an option tag does not have, at 512."""
+    folder = str(folders["capitalisation"])
+    text = " ".join(["the tower is in paris ."] * 30)  # 180 words, more than 128 positions
+    got = cli.main(["tag", folder, text])
+    _one_line(capsys, 2, "more than the model's 128 positions", got)
+    assert cli.main(["tag", folder, text, "--max-length", "128"]) == 0
+    assert 100 < len(capsys.readouterr().out.splitlines()) < 180  # its first words only
+
+
+def test_52_a_results_json_whose_task_is_not_a_name_is_one_line(folders, tmp_path, capsys):
+    import shutil
+
+    copy = tmp_path / "rt"
+    shutil.copytree(folders["rotten-tomatoes"], copy)
+    (copy / "results.json").write_text('{"task": ["rotten-tomatoes"]}')
+    got = cli.main(["classify", str(copy), "a gem"])
+    _one_line(capsys, 1, "is damaged (its task is", got)

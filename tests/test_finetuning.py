@@ -145,20 +145,20 @@ def test_freeze_scratch_and_reinit(tiny_folder, tmp_path):
 
 
 def test_a_small_subset_is_evaluated_every_few_epochs_not_every_epoch(tiny_folder, tmp_path):
-    # 32 examples in batches of 16: 2 steps an epoch; 30 epochs would be 30 dev evaluations
+    # 32 examples in batches of 16: 2 steps an epoch; 60 epochs would be 60 dev evaluations
     result = finetune(
-        tmp_path / "few", model=tiny_folder, train_examples=32, batch_size=16, epochs=30,
+        tmp_path / "few", model=tiny_folder, train_examples=32, batch_size=16, epochs=60,
         max_length=32, lr=1e-3, progress=False,
     )  # fmt: skip
     evaluated = [h["step"] for h in result.history if "eval_loss" in h]
-    assert evaluated == list(range(6, 61, 6))  # MAX_EVALUATIONS = 10, every 3 epochs
+    assert evaluated == list(range(12, 121, 12))  # MAX_EVALUATIONS = 10, every 6 epochs
     best = max(finetuning.balanced_accuracy(h) for h in result.history if "eval_loss" in h)
     assert result.dev["balanced_accuracy"] == pytest.approx(best)  # the best dev weights are kept
     fewer = finetune(
-        tmp_path / "fewer", model=tiny_folder, train_examples=32, batch_size=16, epochs=30,
+        tmp_path / "fewer", model=tiny_folder, train_examples=32, batch_size=16, epochs=60,
         max_length=32, lr=1e-3, progress=False, evaluations=3,
     )  # fmt: skip
-    assert [h["step"] for h in fewer.history if "eval_loss" in h] == [20, 40, 60]
+    assert [h["step"] for h in fewer.history if "eval_loss" in h] == [40, 80, 120]
 
 
 def test_token_task_end_to_end(tiny_folder, tmp_path):

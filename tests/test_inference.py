@@ -68,7 +68,7 @@ def test_u4_fill_mask_on_a_text_longer_than_the_model_says_what_to_do(capsys):
     limit = model.config.max_position_embeddings
     with pytest.raises(ValueError, match=rf"longer than the model's {limit:,} positions"):
         fill_mask(model, BertTokenizer.from_pretrained(folder), text)
-    assert cli.main(["fill-mask", str(folder), text]) == 1
+    assert cli.main(["fill-mask", str(folder), text]) == 2  # a bad argument
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "truncation=True" not in err
     assert re.search(

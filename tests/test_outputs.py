@@ -314,3 +314,19 @@ def test_d2_a_run_folder_that_is_a_link_is_refused(tmp_path):
         with pytest.raises(ValueError, match="as a link to"), OutputFolder(out, resume=resume):
             pass
     assert (elsewhere / "keep").is_dir()
+
+
+def test_52_an_output_path_under_a_file_says_it_is_a_file(tmp_path):
+    """`--out afile/sub` said "afile is not writable" when it is a file."""
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(ValueError, match="afile is a file, so .*sub cannot be made there"):
+        OutputFolder(tmp_path / "afile" / "sub")
+
+
+def test_52_resume_while_another_run_holds_the_folder_names_the_holder(tmp_path):
+    """`--resume` while a run (before its first checkpoint) held the folder said "holds no
+    interrupted run" instead of naming the holder."""
+    out = tmp_path / "busy"
+    busy = pytest.raises(FolderBusy, match="is being written by another run \\(process")
+    with OutputFolder(out), busy:  # a run writing, no checkpoint yet; then --resume
+        OutputFolder(out, resume=True)

@@ -160,3 +160,26 @@ def test_d3_a_slides_manifest_naming_other_files_is_refused_before_anything_goes
     with pytest.raises(ValueError, match="damaged"):
         slides.build(ROOT / "notebooks", out)
     assert (victim / "keep.txt").is_file() and (out / "notes.md").is_file()
+
+
+def test_52_mark_reads_every_notebook_before_changing_one(tmp_path):
+    """--mark with a damaged notebook: JSONDecodeError, after earlier notebooks were rewritten."""
+    import shutil
+
+    copy = tmp_path / "notebooks"
+    copy.mkdir()
+    for lesson in lessons.LESSONS:
+        shutil.copyfile(ROOT / "notebooks" / lesson.notebook, copy / lesson.notebook)
+    first = copy / lessons.LESSONS[0].notebook
+    notebook = json.loads(first.read_text(encoding="utf-8"))
+    for cell in notebook["cells"]:
+        cell["metadata"].pop("slideshow", None)  # a --mark would write these again
+    first.write_text(json.dumps(notebook), encoding="utf-8")
+    before = first.read_bytes()
+    (copy / lessons.LESSONS[-1].notebook).write_text('{"cells": [', encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "minibert", "course", "slides", "--mark", "--notebooks", str(copy)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 1 and "no notebook was marked" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and first.read_bytes() == before

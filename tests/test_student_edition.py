@@ -318,3 +318,36 @@ def test_the_prose_quotes_the_stub_the_student_edition_writes():
                 assert STUB in text, f"{path.name}: the prose quotes another stub than {STUB!r}"
                 quoted += 1
     assert quoted >= 2  # 02's and 03's exercise sections
+
+
+# --- #52: one line, before any work, for a place that cannot be written or a damaged cell ------
+
+
+def test_52_a_place_that_cannot_be_written_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    """Into a read-only place: OSError [Errno 30] after 16 s of work; a dangling link as OUT:
+    [Errno 17] File exists."""
+    from minibert import utils
+
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    for out, says in (
+        (tmp_path / "afile" / "sub", "afile is a file, so"),
+        (tmp_path / "link", "which does not exist; give a folder"),
+    ):
+        code = cli.main(["course", "student-edition", str(out), "--notebooks", str(NOTEBOOKS)])
+        err = capsys.readouterr().err
+        assert code == 1 and says in err and len(err.strip().splitlines()) == 1, err
+    monkeypatch.setattr(utils.os, "access", lambda path, mode: False)  # as a read-only mount
+    code = cli.main(["course", "student-edition", str(tmp_path / "ro"), "--notebooks", str(NOTEBOOKS)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1 and "is not writable" in err and not (tmp_path / "ro").exists()
+
+
+def test_52_a_cell_whose_source_is_not_text_is_named(tmp_path):
+    """A cell whose source is an int: AttributeError."""
+    folder = tmp_path / "nbs"
+    folder.mkdir()
+    cell = {"cell_type": "code", "source": 5, "metadata": {}, "outputs": []}
+    (folder / "01_odd.ipynb").write_text(json.dumps({"cells": [cell]}), encoding="utf-8")
+    with pytest.raises(ValueError, match="01_odd.ipynb is damaged: cell 0"):
+        student_edition.build(folder, tmp_path / "out")

@@ -163,3 +163,10 @@ def test_d5_a_sweep_json_the_user_wrote_is_never_replaced(tmp_path):
     assert manifest["files"] == ["sweep.json"]  # ours now: a sweep with --overwrite replaces it
     sweep(folder, [1e-3, 3e-1], **SMALL, overwrite=True)
     assert json.loads((folder / "sweep.json").read_text())["trials"][0]["lr"] == 1e-3
+
+
+def test_52_a_negative_rate_is_refused_with_the_grids_message(tmp_path):
+    """`--lrs -1e-3 1e-3` said "expected at least one argument"."""
+    done = cli("sweep", "--out", str(tmp_path / "s"), "--lrs", "-1e-3", "1e-3")
+    assert done.returncode == 2 and "at least two different positive rates" in done.stderr
+    assert "[-0.001, 0.001]" in done.stderr

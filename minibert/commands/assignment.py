@@ -34,7 +34,8 @@ def _limits_problem(args: argparse.Namespace) -> str | None:
 def _name_problem(args: argparse.Namespace) -> str | None:
     """Why --name cannot be used (unknown), or is needed (several folders), or None."""
     if args.name is not None and args.name not in ASSIGNMENTS:
-        return f"--name: unknown assignment {args.name!r}; the assignments are: {', '.join(ASSIGNMENTS)}"
+        known = ", ".join(ASSIGNMENTS)
+        return f"--name: unknown assignment {args.name!r}; the assignments are: {known}"
     if args.name is None and len(args.folders) > 1:
         return (
             "grading several folders needs --name ASSIGNMENT, the one the class was set (a "
@@ -88,7 +89,7 @@ def _list() -> int:
 def _new(args: argparse.Namespace) -> int:
     try:
         folder = new(args.name, args.folder, args.overwrite)
-    except (ValueError, FileExistsError) as exc:
+    except (ValueError, OSError) as exc:  # FileExistsError; a read-only place, a full disk
         print(f"minibert assignment new: error: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {get(args.name).file} and README.md to {folder}; grade it with")
@@ -112,10 +113,19 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(sandbox_problem() or "each submission runs in a bubblewrap sandbox", flush=True)
     results = []
-    for result in grade_many(args.folders, args.name, args.seconds, args.memory_mb, args.jobs):
-        report(result)
-        sys.stdout.flush()
-        results.append(result)
+    try:
+        for result in grade_many(args.folders, args.name, args.seconds, args.memory_mb, args.jobs):
+            report(result)
+            sys.stdout.flush()
+            results.append(result)
+    except KeyboardInterrupt:  # Ctrl-C: every run is killed with its sandbox; nothing half-written
+        kept = f"{args.csv} was not written" if args.csv else "no CSV was asked for"
+        print(
+            f"minibert assignment grade: interrupted after {len(results)} of "
+            f"{len(args.folders)} folders; {kept}",
+            file=sys.stderr,
+        )
+        return 130
     if args.csv:
         try:
             write_csv(results, args.csv)

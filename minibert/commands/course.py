@@ -65,21 +65,26 @@ def _student_edition(notebooks: Path, args: argparse.Namespace) -> int:
         return _error("give the folder to write, OUT", 2, command)
     try:
         written = student_edition.build(notebooks, args.out, overwrite=args.overwrite)
-    except (FileNotFoundError, FileExistsError, ValueError, RuntimeError) as exc:
+    except (OSError, ValueError, RuntimeError) as exc:  # a full disk, a read-only place
         return _error(str(exc), 1, command)
     print(f"wrote the student edition of {len(written)} notebooks to {args.out}")
     return 0
 
 
 def _slides(notebooks: Path, args: argparse.Namespace) -> int:
-    from minibert.teaching import lessons, slides
+    from minibert.teaching import lessons, slides, student_edition
 
     command = "minibert course slides"
     if args.mark:
         if args.out is not None:
             return _error("--mark writes into the notebooks; give no OUT with it", 2, command)
-        for lesson in lessons.LESSONS:
-            path = notebooks / lesson.notebook
+        paths = [notebooks / lesson.notebook for lesson in lessons.LESSONS]
+        try:  # every notebook read before one is changed
+            for path in paths:
+                student_edition.read_notebook(path)
+        except (OSError, ValueError) as exc:
+            return _error(f"{exc}; no notebook was marked", 1, command)
+        for lesson, path in zip(lessons.LESSONS, paths):
             changed = slides.mark(path, again=args.again)
             count = slides.screens(json.loads(path.read_text(encoding="utf-8")))
             print(f"{lesson.notebook}: {changed} cells marked, {count} screens")
@@ -88,7 +93,7 @@ def _slides(notebooks: Path, args: argparse.Namespace) -> int:
         return _error("give the folder to write the decks in, OUT (or --mark)", 2, command)
     try:
         decks = slides.build(notebooks, args.out)
-    except (FileNotFoundError, FileExistsError, ValueError, RuntimeError) as exc:
+    except (OSError, ValueError, RuntimeError) as exc:  # a full disk, a read-only place
         return _error(str(exc), 1, command)
     problems = slides.check(args.out)
     for problem in problems:

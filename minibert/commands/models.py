@@ -82,6 +82,11 @@ def _fine_tuned(folder: str, command: str) -> tuple[Any, Any, Any]:
         )
     wanted = next(name for name, c in COMMANDS.items() if c == command)
     model, tok = _load(folder, wanted)
+    if task is None:  # no results.json: the task whose labels the config names, if only one
+        names = tuple(model.config.names())
+        shape = {"classify": "text", "tag": "words", "answer": "span"}[command]
+        same = [t for t in tasks.TASKS.values() if t.labels == names and t.shape == shape]
+        task = same[0] if len(same) == 1 else None
     if missing := model.loading_info["newly_initialized"]:  # a random head answers at random
         raise CommandError(
             f"{folder} has no trained head (its weights lack {', '.join(missing)}): it is a "
@@ -116,6 +121,13 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
     words = sub.add_parser("tag", help="label each word of a text with a fine-tuned token model")
     words.add_argument("model", help="a folder written by `minibert finetune` for a word task")
     words.add_argument("text", help="the text to tag, in quotes")
+    words.add_argument(
+        "--max-length",
+        type=argparse_type(int, POSITIVE_INT),
+        default=None,
+        help="tag only the first N WordPiece tokens ([CLS] and [SEP] included; at most the "
+        "model's positions); default: a text longer than the model's positions is refused",
+    )
     words.set_defaults(run=tag)
     reader = sub.add_parser("answer", help="answer a question with a span of a context")
     reader.add_argument("model", help="a folder written by `minibert finetune --task wiki-qa`")
@@ -133,9 +145,9 @@ def _run(command: str, answer: Any) -> int:
     except CommandError as exc:
         print(f"minibert {command}: error: {exc}", file=sys.stderr)
         return exc.code
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError) as exc:  # the texts given, or the folder's weights
         print(f"minibert {command}: error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     return 0
 
 
@@ -156,6 +168,10 @@ def classify(args: argparse.Namespace) -> int:
     def answer() -> None:
         model, tok, task = _fine_tuned(args.model, "classify")
         texts, pairs = args.texts, args.pair
+        if task is not None and not task.pairs and pairs is not None:
+            raise CommandError(
+                f"{args.model} labels single texts ({task.name}), not pairs: leave out --pair", 2
+            )
         if task is not None and task.pairs and pairs is None:  # TEXT TEXT_B: one pair
             if len(texts) != 2:
                 raise CommandError(f"{args.model} labels pairs ({task.name}): give TEXT TEXT_B "
@@ -174,7 +190,7 @@ def tag(args: argparse.Namespace) -> int:
 
     def answer() -> None:
         model, tok, _ = _fine_tuned(args.model, "tag")
-        for word, name, probability in inference.tag(model, tok, args.text):
+        for word, name, probability in inference.tag(model, tok, args.text, args.max_length):
             print(f"{word}\t{name}\t{probability:.3f}")
 
     return _run("tag", answer)
@@ -185,15 +201,34 @@ def answer(args: argparse.Namespace) -> int:
 
     def run() -> None:
         model, tok, _ = _fine_tuned(args.model, "answer")
-        context = args.context
-        if len(context) < 4096 and Path(context).is_file():
-            context = Path(context).read_text(encoding="utf-8")
+        context = _text_or_file(args.context)
         length = args.max_length or _trained_length(args.model)
         found = inference.answer(model, tok, args.question, context, length, length // 4)
         print(found.text)
         print(f"probability {found.probability:.3f}\tcharacters {found.start}-{found.end}")
 
     return _run("answer", run)
+
+
+def _text_or_file(value: str) -> str:
+    """--context: the text of the file of that name when one exists, else the value itself (a
+    paragraph pasted in quotes); a folder, or what can only be a missing file's name, refused."""
+    path = Path(value)
+    if not value.strip() or "\0" in value:  # not a file's name ("" is "."): a text, checked later
+        return value
+    try:
+        if path.is_file():
+            try:
+                return path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise CommandError(f"cannot read the context file {value}: {exc}", 2) from None
+        if path.is_dir():
+            raise CommandError(f"--context {value} is a folder; give a text or a file", 2)
+    except OSError:  # a name too long for a file (ENAMETOOLONG): a text
+        return value
+    if not any(c.isspace() for c in value) and path.suffix in (".txt", ".md", ".text"):
+        raise CommandError(f"--context: no file {value}; give an existing file or a text", 2)
+    return value
 
 
 def _trained_length(folder: str) -> int:

@@ -45,6 +45,7 @@ from minibert.utils import atomic_write, default_device
 __all__ = ["FinetuneOptions", "FinetuneResult", "default_lr", "finetune"]
 
 MAX_EVALUATIONS = 10  # dev evaluations per fine-tuning run, at most
+MIN_STEPS = 100  # finetune's default steps: --epochs' worth, but at least this many (#52)
 SMALL_MODEL_LR = 1e-3  # finetune's default for the course's small models (default_lr)
 LARGE_MODEL_LR = 5e-5  # and for MiniLM-sized and larger ones
 
@@ -78,6 +79,13 @@ class FinetuneResult:
             + (ties if chosen["ties"] else "")
         )
         lines.append(_test_line(self.test))
+        if chosen.get("trivial"):
+            lines.append(
+                f"note: the kept evaluation is at the trivial level (dev {chosen['measure']} "
+                f"{chosen['value']:.3f}, within {tasks.TRIVIAL_MARGIN} of a model that gives one "
+                "label everywhere): it learned next to nothing; try more steps (--steps) or "
+                "another rate (minibert sweep)"
+            )
         lines.append(f"saved the fine-tuned model, tokenizer and results.json to {self.folder}")
         return "\n".join([*lines, f"wall time: {self.seconds:.0f} s"])
 
@@ -129,7 +137,9 @@ class FinetuneOptions:
         TrainOptions, hide=("group_by_length",), group_by_length=True, steps=None, lr=None,
         eval_every=None,
         notes={
-            "steps": "(default: --epochs' worth)",
+            "steps": "(default: --epochs' worth, at least 100, so that a small subset gets more "
+                     "epochs: 100 steps of the course checkpoint take 6-21 s on a 2-core CPU, "
+                     "benchmarks/finetune_defaults.py)",
             "lr": "(default: measured per model size: 1e-3 for the course's small models, 5e-5 "
                   "for MiniLM and larger, or the task's own rate for them: 3e-4 on wiki-qa)",
             "eval_every": "(default: after each epoch, at most --evaluations times)",
@@ -243,7 +253,7 @@ def _finetune_loop(o: FinetuneOptions, config: BertConfig, examples: int) -> Tra
             f"{examples} training examples is fewer than one step of {loop.batch_size} x "
             f"{loop.grad_accum_steps} (batch_size x grad_accum_steps)"
         )
-    steps = loop.steps or o.epochs * per_epoch
+    steps = loop.steps or max(o.epochs * per_epoch, MIN_STEPS)  # a small subset: more epochs
     filled = {
         "steps": steps,
         "lr": default_lr(config, tasks.get(o.task)) if loop.lr is None else loop.lr,
@@ -342,6 +352,7 @@ def _finetune_results(o, spec, loop, model, data, history, keeper, folder, start
     selection = {
         "measure": keeper.measure.name, "higher_is_better": keeper.measure.higher_is_better,
         "step": keeper.step, "value": keeper.value, "values": values,
+        "trivial": keeper.measure.near_trivial(keeper.value),
         "ties": [h["step"] for h, v in zip(evaluated, values)
                  if v == keeper.value and h["step"] != keeper.step],
     }  # fmt: skip

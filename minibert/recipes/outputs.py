@@ -37,7 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from minibert.run_state import STATE_FILE  # a run that can be resumed
-from minibert.utils import atomic_write, is_plain_name, read_json_object, remove_partial_files
+from minibert.utils import (
+    atomic_write,
+    folder_problem,
+    is_plain_name,
+    read_json_object,
+    remove_partial_files,
+)
 
 try:  # POSIX: flock; Windows: msvcrt.locking. Both are released when the process dies.
     import fcntl
@@ -91,6 +97,26 @@ def add_to_manifest(folder: str | Path, names: Iterable[str]) -> None:
     atomic_write(folder / MANIFEST, json.dumps(record, indent=1) + "\n")
 
 
+def _holder(folder: Path) -> str | None:
+    """Who holds folder's lock (the line it wrote), or None when no run holds it."""
+    lock = folder / LOCK
+    if fcntl is None or not lock.is_file():
+        return None
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:  # held
+        return os.read(fd, 1000).decode("utf-8", "replace").strip() or "another process"
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 class OutputFolder:
     """A run's output folder: checks, the lock, the run's working folder and the final move."""
 
@@ -117,21 +143,11 @@ class OutputFolder:
     @staticmethod
     def _target(path: Path) -> Path:
         """The folder to write: a link followed to its folder; a file, a link to nothing or a place
-        that cannot be written refused."""
-        if path.is_symlink():
-            if not path.exists():
-                raise ValueError(
-                    f"output folder {path} is a link to {os.readlink(path)}, which does not "
-                    "exist; give a folder (or create the one it points to)"
-                )
+        that cannot be written refused (utils.folder_problem)."""
+        if path.is_symlink() and path.exists():
             path = path.resolve()
-        if path.exists() and not path.is_dir():
-            raise ValueError(f"output folder {path} is a file; give a folder")
-        existing = next(p for p in (path, *path.parents) if p.exists())
-        if not os.access(existing, os.W_OK | os.X_OK):
-            raise ValueError(
-                f"output folder {path}: cannot write there ({existing} is not writable)"
-            )
+        if problem := folder_problem(path):
+            raise ValueError(f"output folder {problem}")
         return path
 
     def _refuse_contents(self, recover: bool) -> None:
@@ -152,6 +168,11 @@ class OutputFolder:
         entries -= {p.name for p in path.glob(".*.partial")}  # a hard-killed write's leftovers
         resumable = (run / STATE_FILE).is_file()
         if self.resume:
+            if not resumable and (holder := _holder(path)):  # a run before its first checkpoint
+                raise FolderBusy(
+                    f"output folder {path} is being written by another run ({holder}); wait for it "
+                    "to end, or choose another folder"
+                )
             if not resumable:
                 raise ValueError(
                     f"resume: {path} holds no interrupted run to continue (no {RUN_FOLDER}/"

@@ -27,6 +27,7 @@ from minibert.tasks import capitalisation, mentions, qa, qnli, reviews  # noqa: 
 from minibert.tasks.registry import (
     SHAPES,
     TASKS,
+    TRIVIAL_MARGIN,
     Baseline,
     Selection,
     Shape,
@@ -43,6 +44,7 @@ from minibert.tasks.registry import (
 __all__ = [  # the registry's names (its Loader type alias aside)
     "SHAPES",
     "TASKS",
+    "TRIVIAL_MARGIN",
     "Baseline",
     "Selection",
     "Shape",

@@ -107,7 +107,7 @@ WIKI_QNLI = register(
         unit="pair",
         load=_load,
         metrics=finetuning.classification_metrics,
-        selection=Selection("balanced_accuracy", finetuning.balanced_accuracy),
+        selection=Selection("balanced_accuracy", finetuning.balanced_accuracy, trivial=0.5),
         description="does the sentence hold the answer to the question? (pairs from wiki-qa, "
         "GLUE's QNLI construction)",
         baselines=(Baseline("word overlap", _word_overlap),),

@@ -18,6 +18,7 @@ __all__ = [
     "Loader",
     "SHAPES",
     "TASKS",
+    "TRIVIAL_MARGIN",
     "Baseline",
     "Selection",
     "Task",
@@ -95,6 +96,9 @@ def label_scores(task: Task, gold: Sequence, predictions: Sequence) -> dict[str,
     return {**measured, "positive": task.positive, "unit": task.unit, "examples": len(gold)}
 
 
+TRIVIAL_MARGIN = 0.05  # a dev measure this close to the trivial level counts as that level
+
+
 @dataclass(frozen=True)
 class Selection:
     """The dev measure that picks the best evaluation: its name, its value in an evaluation record
@@ -103,6 +107,15 @@ class Selection:
     name: str
     of: Callable[[dict[str, float]], float]
     higher_is_better: bool = True
+    trivial: float = 0.0  # what a model that gives one label everywhere (no spans) scores
+
+    def near_trivial(self, value: float) -> bool:
+        """Whether a dev value is at the trivial level, or within TRIVIAL_MARGIN of it: a model
+        that learned next to nothing (a restart or more steps is due)."""
+        if value is None or value != value:  # no evaluation, or NaN
+            return True
+        gap = value - self.trivial if self.higher_is_better else self.trivial - value
+        return gap <= TRIVIAL_MARGIN
 
     def better(self, value: float, best: float | None) -> bool:
         """True when value beats the best so far (strictly: a tie keeps the earlier evaluation)."""
@@ -234,4 +247,8 @@ def of_folder(folder: str | Path) -> Task | None:
         name = json.loads(results.read_text(encoding="utf-8")).get("task")
     except (ValueError, UnicodeDecodeError, AttributeError):
         raise ValueError(f"{results} is damaged (not a JSON object); fine-tune again") from None
+    if name is not None and not isinstance(name, str):
+        raise ValueError(
+            f"{results} is damaged (its task is {name!r:.60}, not a name); fine-tune again"
+        )
     return TASKS.get(name)

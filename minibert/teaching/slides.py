@@ -34,8 +34,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from minibert.teaching.student_edition import ANSWER, BEGIN
-from minibert.utils import is_plain_name
+from minibert.teaching.student_edition import ANSWER, BEGIN, read_notebook
+from minibert.utils import folder_problem, is_plain_name
 
 TYPES = ("slide", "subslide", "fragment", "-", "notes", "skip")
 NOTES_WORDS = 80  # prose longer than this (and with no heading) becomes the speaker's notes
@@ -128,7 +128,7 @@ def mark(path: str | Path, again: bool = False) -> int:
     """Write the rules' slide types into the notebook at path (cells already marked are kept
     unless again); return how many cells changed."""
     path = Path(path)
-    notebook = json.loads(path.read_text(encoding="utf-8"))
+    notebook = read_notebook(path)
     changed = 0
     for cell, kind in zip(notebook["cells"], rule_types(notebook)):
         if slide_type(cell) is not None and not again:
@@ -183,6 +183,8 @@ def _old_files(out: Path) -> list[Path]:
     """The files an earlier build wrote in out/; a folder with other things and no build refused."""
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} is a file; give the folder to write the decks in")
+    if problem := folder_problem(out):  # before any work
+        raise ValueError(problem)
     if not out.exists() or not any(out.iterdir()):
         return []
     if not (out / MANIFEST).is_file():

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from minibert.utils import atomic_write
+from minibert.utils import atomic_write, folder_problem
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = 'raise NotImplementedError("your code here")'
@@ -174,7 +174,7 @@ def _nbgrader(root: Path) -> None:
         raise RuntimeError("nbgrader generate_assignment failed:\n" + "\n".join(errors[-20:]))
 
 
-def _read_notebook(path: Path) -> dict:
+def read_notebook(path: Path) -> dict:
     """A notebook's JSON, or a ValueError naming the file that is not one."""
     try:
         notebook = json.loads(path.read_text(encoding="utf-8"))
@@ -182,6 +182,17 @@ def _read_notebook(path: Path) -> dict:
         raise ValueError(f"{path} is not a readable notebook: {exc}") from None
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise ValueError(f"{path} is not a notebook: it has no list of cells")
+    for number, cell in enumerate(notebook["cells"]):
+        source = cell.get("source", "") if isinstance(cell, dict) else None
+        lines = source if isinstance(source, list) else [source]
+        if (
+            not isinstance(cell, dict)
+            or not isinstance(cell.get("cell_type"), str)
+            or not all(isinstance(line, str) for line in lines)
+        ):
+            raise ValueError(
+                f"{path} is damaged: cell {number} has no cell_type or a source that is not text"
+            )
     return notebook
 
 
@@ -203,6 +214,8 @@ def build(notebooks: str | Path, out: str | Path, overwrite: bool = False) -> li
         raise FileNotFoundError(f"no notebooks in {notebooks}; run from the course checkout")
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} is a file; give the folder to write the student edition to")
+    if problem := folder_problem(out):  # before any work
+        raise ValueError(problem)
     if out.resolve() == notebooks.resolve():
         raise ValueError("the student edition must go to another folder than the notebooks")
     existing = [out / p.name for p in paths if (out / p.name).exists()]
@@ -216,7 +229,7 @@ def build(notebooks: str | Path, out: str | Path, overwrite: bool = False) -> li
                 f"{path} holds solutions (### BEGIN SOLUTION): it is a teacher's notebook, not a "
                 "student edition; are the two folders swapped? Nothing was written"
             )
-    sources = {p.name: _read_notebook(p) for p in paths}
+    sources = {p.name: read_notebook(p) for p in paths}
     for name, notebook in sources.items():
         check_markers(notebook, name)
     with tempfile.TemporaryDirectory(prefix="minibert-student-") as tmp:

@@ -25,6 +25,7 @@ from minibert.teaching.assignments.checks import (
     encoder_model,
     finetuning_loop,
 )
+from minibert.utils import folder_problem
 
 FILES = Path(__file__).parent.parent / "assignment_files"
 MARKER = ".minibert-assignment.json"  # written by `new`: which assignment a folder holds
@@ -167,6 +168,8 @@ def new(name: str, folder: str | Path, overwrite: bool = False) -> Path:
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise FileExistsError(f"{folder} is a file; give a folder for the assignment")
+    if problem := folder_problem(folder):  # before anything is written
+        raise ValueError(problem)
     others = [
         a.file for a in ASSIGNMENTS.values() if a.name != name and (folder / a.file).is_file()
     ]

@@ -316,9 +316,10 @@ def _reference_attention(attention: Any) -> Callable[..., Any]:
 
     def forward(x: Any, mask: Any = None) -> Any:
         if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.numel() > LENT_NUMBERS:
+            got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
             raise ValueError(
                 f"the grader's attention takes x (batch, seq, hidden) of at most {LENT_NUMBERS:,} "
-                f"numbers, got {tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
+                f"numbers, got {got}"
             )
         with torch.no_grad():
             return attention(x, mask)[0]

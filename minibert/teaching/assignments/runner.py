@@ -9,9 +9,10 @@ need (the system's libraries, the Python installation wherever it lives, its sit
 minibert, transformers and d2l hidden), its own /proc, and nothing writable but three in-memory
 folders of fixed size: /tmp, /dev/shm and /submission (a fresh copy of the folder as handed in,
 made inside the sandbox: nothing it writes reaches the host's disk). The whole sandbox dies at the
-time limit, when the run ends or if the grader dies. Without bubblewrap, the worker runs as a plain child process,
-every process it started killed at the end, and every row says "not sandboxed". grade runs the
-worker in this process (for the tests and quick checks: no isolation at all).
+time limit, when the run ends or if the grader dies. Without bubblewrap, the worker runs as a
+plain child process, every process it started killed at the end, and every row says "not
+sandboxed". grade runs the worker in this process (for the tests and quick checks: no isolation
+at all).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ SUBMISSION_BYTES = COPY_BYTES + TMP_BYTES  # the sandbox's /submission: the copy
 NOBODY = "65534"  # the user and group a submission runs as inside the sandbox
 BWRAP: str | None = "bwrap"  # the bubblewrap program; None: never sandbox (tests set it)
 ENV_TOKEN = "MINIBERT_GRADING_RUN"  # set in every worker's environment: finds its strays
-INSTALL = "install bubblewrap (Debian, Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
+INSTALL = "install bubblewrap (apt-get install bubblewrap on Debian and Ubuntu, dnf on Fedora)"
 ELSEWHERE = "or grade in a container or throw-away account"
 
 
@@ -346,9 +347,7 @@ def _binds() -> list[str]:
         args += ["--ro-bind", path, path]
     import importlib.util
 
-    for (
-        name
-    ) in FORBIDDEN:  # hidden under an empty, read-only folder wherever a bound path holds them
+    for name in FORBIDDEN:  # hidden under an empty read-only folder wherever a bound path has them
         spec = importlib.util.find_spec(name)
         for place in map(str, (spec.submodule_search_locations or []) if spec else []):
             if any(_within(place, b) and place != b for b in ["/usr", *bound]):

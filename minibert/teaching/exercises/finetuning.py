@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -352,6 +353,8 @@ def check_lr_schedule(fn: Callable[..., Any], cases: int = 12) -> Result:
                 got.append(float(value))
             except (TypeError, ValueError):
                 return report(name, f"return a number (got {type(value).__name__}).", case)
+            if not math.isfinite(got[-1]):
+                return report(name, f"return a finite number: step {s} gave {got[-1]}.", case)
         if all(abs(a - b) < 1e-9 for a, b in zip(got, want)):
             continue
         for hint, wrong in _SCHEDULE_MISTAKES.items():
