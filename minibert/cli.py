@@ -75,6 +75,7 @@ def _error(command: str, problem: object, code: int) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``minibert`` command, with one sub-parser per command."""
+    import minibert
     from minibert import assets
     from minibert.commands import assets as assets_command
     from minibert.commands import assignment, course, models
@@ -82,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     from minibert.recipes import FinetuneOptions, PretrainOptions
 
     parser = argparse.ArgumentParser(prog="minibert", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"minibert {minibert.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     fetch = sub.add_parser("fetch", help="fetch data and model assets (same as `assets fetch`)")
     fetch.add_argument(

@@ -27,7 +27,7 @@ __all__ = ["MAX_ANSWER_PIECES", "Answer", "answer", "best_span", "classify", "fi
            "word_in_context"]  # fmt: skip
 
 
-def check_text(text: str, what: str = "the text") -> None:
+def _check_text(text: str, what: str = "the text") -> None:
     """Refuse text with nothing to read: empty, or only spaces and control characters."""
     if not isinstance(text, str):
         raise TypeError(f"{what} must be a str, got {type(text).__name__}")
@@ -57,7 +57,7 @@ def fill_mask(
     model: nn.Module, tokenizer: Any, text: str, top_k: int = 5
 ) -> list[list[tuple[str, float]]]:
     """For each [MASK] in text, the top_k (token, probability) pairs of a masked-LM model."""
-    check_text(text)
+    _check_text(text)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be a positive int, got {top_k!r}")
     enc = tokenizer(text)
@@ -99,14 +99,14 @@ def classify(
     if not texts:
         raise ValueError("no texts to classify")
     for i, text in enumerate(texts):
-        check_text(text, f"text {i + 1}")
+        _check_text(text, f"text {i + 1}")
     if text_pairs is not None:
         if isinstance(text_pairs, str) or not all(isinstance(t, str) for t in text_pairs):
             raise TypeError("text_pairs must be a list of str, one for each text")
         if len(text_pairs) != len(texts):
             raise ValueError(f"{len(texts)} texts but {len(text_pairs)} text_pairs: give one each")
         for i, text in enumerate(text_pairs):
-            check_text(text, f"the second text of pair {i + 1}")
+            _check_text(text, f"the second text of pair {i + 1}")
     limit = _positions(model)
     max_length = max_length if limit is None else min(max_length, limit)
     batch = tokenizer.encode_batch(
@@ -132,7 +132,7 @@ def tag(
 
     A text longer than the model's positions is refused; with max_length, only its first
     max_length pieces ([CLS] and [SEP] included) are tagged."""
-    check_text(text)
+    _check_text(text)
     limit = _positions(model) or 512
     if max_length is None:
         length = len(tokenizer(text).input_ids)
@@ -245,8 +245,8 @@ def answer(
 ) -> Answer:
     """The span of context that best answers question: the best start + end over every window of
     [CLS] question [SEP] context [SEP] (windows overlapping by stride pieces)."""
-    check_text(question, "the question")
-    check_text(context, "the context")
+    _check_text(question, "the question")
+    _check_text(context, "the context")
     limit = _positions(model)
     max_length = max_length if limit is None else min(max_length, limit)
     stride = min(stride, max_length // 2)

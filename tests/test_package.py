@@ -374,3 +374,16 @@ def test_a_built_wheel_holds_every_sub_package_and_the_package_data(tmp_path):
         if path.is_file() and "__pycache__" not in path.parts
     }
     assert wanted - held == set()
+
+
+def test_the_version_a_teacher_pins_is_one_version():
+    """`minibert --version`, minibert.__version__, pyproject.toml and CHANGELOG.md's newest
+    release agree (#54)."""
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-m", "minibert", "--version"], capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0 and done.stdout.strip() == f"minibert {minibert.__version__}"
+    project = re.search(r'^version = "([^"]+)"', (root / "pyproject.toml").read_text(), re.M)
+    newest = re.search(r"^## \[(\d[^\]]*)\]", (root / "CHANGELOG.md").read_text(), re.M)
+    assert project.group(1) == minibert.__version__ == newest.group(1)

@@ -187,7 +187,10 @@ def build(out: Path, sources: Path = SOURCES, notebooks: Path = ROOT / "notebook
         check_notebook(notebook)
     _gather(sources, notebooks)
     out.parent.mkdir(parents=True, exist_ok=True)
-    new = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".building", dir=out.parent))
+    # Sphinx builds into work/site; myst-nb writes its jupyter_execute/ beside the output folder,
+    # so into work/ too, which goes at the end: nothing is left beside out/
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".building", dir=out.parent))
+    new = work / "site"
     try:
         done = subprocess.run(
             [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-c", str(ROOT / "docs" / "site"),
@@ -204,7 +207,7 @@ def build(out: Path, sources: Path = SOURCES, notebooks: Path = ROOT / "notebook
         (new / MANIFEST).write_text(json.dumps({"files": files}, indent=0) + "\n")
         _swap_in(new, out)
     finally:
-        shutil.rmtree(new, ignore_errors=True)  # gone already when the swap succeeded
+        shutil.rmtree(work, ignore_errors=True)  # the site is gone from it when the swap succeeded
     return time.perf_counter() - start
 
 
