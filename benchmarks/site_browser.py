@@ -22,6 +22,8 @@ SHOTS = Path("/tmp/site_shots")
 CHROMIUM = "/usr/bin/chromium"
 SCREENSHOTS = (
     "index.html",
+    "results.html",
+    "install.html",
     "notebooks/02_attention_math.html",
     "notebooks/03_encoder.html",
     "api.html",

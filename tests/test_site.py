@@ -64,6 +64,22 @@ def test_the_front_page_maps_every_lesson_and_the_api_page_every_module(site):
     assert 'id="minibert.training.train"' in api  # functions with their signatures
 
 
+def test_the_results_and_install_pages_are_built_and_the_readme_links_into_them(site):
+    """Every results file has its section on results.html (an id the README's headline lines link
+    to), its figures shown; install.html holds compat.json's table."""
+    page = (site / "results.html").read_text(encoding="utf-8")
+    results = site_build.results
+    for path in sorted(results.RESULTS.glob("*.json")):
+        assert f'id="{results.anchor(path.name)}"' in page, f"no section for {path.name}"
+    for figure in results.RESULTS.glob("*.png"):
+        assert f'src="_images/{figure.name}"' in page, f"{figure.name} not shown"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for anchor in re.findall(r"\(_site/results\.html#([\w-]+)\)", readme):
+        assert f'id="{anchor}"' in page, f"the README links to a missing #{anchor}"
+    install = (site / "install.html").read_text(encoding="utf-8")
+    assert "<td><p>2.13.0+cu130</p></td>" in install or "<td>2.13.0+cu130</td>" in install
+
+
 def test_the_check_finds_what_is_broken(site, tmp_path):
     import shutil
 

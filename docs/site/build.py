@@ -2,6 +2,8 @@
 
 The pages: a front page from the README's course map, every notebook's student edition (its
 stored outputs and the exercises without their solutions; nothing is executed), the teacher's
+guide, the install page (its table of tested Pythons from benchmarks/results/compat.json), the
+results page (generated from benchmarks/results/*.json by docs/site/results.py), the package's
 guide, the data page and an API reference generated from the package's docstrings. Sphinx with
 myst-nb renders them (docs/site/conf.py); this script only gathers the sources into a build
 folder, writes the front page and the API page, and copies MathJax into the site so that it
@@ -11,6 +13,7 @@ works from disk with no network.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -24,6 +27,18 @@ from pathlib import Path
 from urllib.parse import unquote
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _module(name: str, path: Path):
+    """A module of this folder or of benchmarks/, which are scripts rather than a package."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+results = _module("site_results", Path(__file__).resolve().parent / "results.py")
 SOURCES = ROOT / "build" / "site-src"  # build/ is ignored by git
 REPOSITORY = "the course repository"
 
@@ -49,8 +64,12 @@ notebook.
 
 {course_map}
 
-## For teachers
+## Reference
 
+- [Installing the course](install.md): the tested Pythons and torch builds, CPU or CUDA, conda,
+  Windows, Colab or a shared server.
+- [Measured results](results.md): every benchmark of the course, generated from its results.
+- [The package and its commands](package.md): the modules, the recipes and the command line.
 - [The teacher's guide](teaching.md): the lessons in class, the exercises, common mistakes, the
   student edition and the graded assignments.
 - [The data and the models](data.md): where the Wikipedia extract, the reviews and the MiniLM
@@ -70,6 +89,9 @@ notebook.
 :maxdepth: 1
 :caption: Reference
 
+install
+results
+package
 teaching
 data
 api
@@ -92,9 +114,23 @@ def _api_page() -> str:
     return "\n".join(parts)
 
 
+COMPAT_TABLE = "<!-- the compat table: generated from benchmarks/results/compat.json -->"
+
+
+def _install_page(recorded: Path = results.RESULTS / "compat.json") -> str:
+    """install.md: docs/install.md with the table of tested Pythons made from compat.json."""
+    compat = _module("benchmarks_compat", ROOT / "benchmarks" / "compat.py")
+    text = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    if COMPAT_TABLE not in text:
+        raise ValueError(f"docs/install.md lost its marker for the compat table: {COMPAT_TABLE}")
+    table = compat.table(json.loads(recorded.read_text(encoding="utf-8")))
+    return _without_outside_links(text.replace(COMPAT_TABLE, table))
+
+
 def _without_outside_links(text: str) -> str:
     """Links to files of the repository that are not pages become plain text (no dead links)."""
-    pages = ("notebooks/", "teaching.md", "data.md", "api.md", "http://", "https://", "#")
+    pages = ("notebooks/", "teaching.md", "data.md", "api.md", "install.md", "results.md",
+             "package.md", "http://", "https://", "#")  # fmt: skip
 
     def keep(match: re.Match) -> str:
         label, target = match.group(1), match.group(2)
@@ -170,6 +206,10 @@ def _gather(sources: Path, notebooks: Path) -> None:
     data = (ROOT / "data" / "README.md").read_text(encoding="utf-8")
     (sources / "data.md").write_text(_without_outside_links(data), encoding="utf-8")
     (sources / "index.md").write_text(_front_page(), encoding="utf-8")
+    (sources / "install.md").write_text(_install_page(), encoding="utf-8")
+    package = (ROOT / "docs" / "package.md").read_text(encoding="utf-8")
+    (sources / "package.md").write_text(_without_outside_links(package), encoding="utf-8")
+    results.write(sources)
     (sources / "api.md").write_text(_api_page(), encoding="utf-8")
 
 
@@ -274,7 +314,8 @@ def _swap_in(new: Path, out: Path) -> None:
             os.replace(path, out / path.relative_to(new))
 
 
-PAGES = ["index.html", "teaching.html", "data.html", "api.html", "search.html"]
+PAGES = ["index.html", "install.html", "results.html", "package.html", "teaching.html",
+         "data.html", "api.html", "search.html"]  # fmt: skip
 
 
 def check(out: Path) -> list[str]:

@@ -1,7 +1,8 @@
 """Sphinx configuration of the course site (built by docs/site/build.py; `make site`).
 
 The pages are the student edition of the notebooks (stored outputs, never re-executed), the
-teacher's guide, the data page and an API reference from the package's docstrings. Everything a
+install page, the results page (generated from benchmarks/results/*.json by results.py), the
+package's guide, the teacher's guide, the data page and an API reference from the docstrings. Everything a
 page needs is inside the site: MathJax comes from the jupyter-server-mathjax package (no CDN),
 the theme (furo) uses the system's fonts.
 """

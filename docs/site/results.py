@@ -1,0 +1,759 @@
+"""The site's results page, generated from benchmarks/results/*.json when the site is built.
+
+Every JSON file there gets one section: what was measured, on what machine, the command that
+reproduces it, its figures (the PNGs named after it) and its numbers. Nothing on the page is typed
+by hand: change a JSON file and the next build shows the new numbers.
+
+To add a section for a new results file, write one function that takes the file's parsed JSON and
+returns a ``Section``, and add it to ``SECTIONS`` under the file's name. A file without an entry
+still appears (its numbers listed as they are, under a warning), and a test fails until it has one.
+
+    python docs/site/results.py > /tmp/results.md    # the page's Markdown, to read it
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results"
+FIGURES = "results"  # the folder beside the page that holds the figures
+
+
+@dataclass(frozen=True)
+class Section:
+    """One results file, written for a reader: everything but the figures, which are found by name."""
+
+    title: str
+    measured: str  # what was measured, in a sentence or two
+    command: str  # the command that reproduces it
+    numbers: str  # Markdown: tables or sentences made from the JSON
+    machine: str = ""  # where it ran; empty: from the file's "machine" (and "date")
+    figures: tuple[str, ...] = ()  # more PNGs than the one named after the file
+
+
+# --- formatting --------------------------------------------------------------------------------
+
+
+def pct(x: float, digits: int = 1) -> str:
+    """0.2581 -> '25.8%'."""
+    return f"{100 * x:.{digits}f}%"
+
+
+def num(x: float, digits: int = 3) -> str:
+    return f"{x:,.{digits}f}"
+
+
+def signed_interval(d: dict, key: str = "difference", scale: float = 1, digits: int = 3) -> str:
+    """A paired difference with its 95% interval: '+0.105 [+0.098, +0.112]'."""
+    low, high, diff = (scale * d[k] for k in ("low", "high", key))
+    return f"{diff:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+
+
+def p_value(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.2f}"
+
+
+def table(header: list[str], rows: list[list[object]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def machine_of(data: dict) -> str:
+    """The file's "machine" (a string, or a dict of facts) and its "date", in one line."""
+    machine = data.get("machine", "")
+    if isinstance(machine, dict):
+        names = {"processor": "{}", "cpus": "{} CPUs", "cpu_count": "{} CPUs", "torch_threads": "{} torch threads",
+                 "threads": "{} threads", "memory_gb": "{} GB", "python": "Python {}",
+                 "torch": "torch {}", "transformers": "transformers {}", "tokenizers": "tokenizers {}"}  # fmt: skip
+        machine = ", ".join(
+            names.get(key, key + " {}").format(value)
+            for key, value in machine.items()
+            if value and key != "platform"
+        )
+    date = data.get("date")
+    return f"{machine}; {date}" if machine and date else machine or date or "not recorded"
+
+
+def sizes_of(runs: dict) -> list[str]:
+    """Training sizes in the order a reader expects: 64, 256, 1024, ..., all."""
+    return sorted(runs, key=lambda s: (s == "all", float(s) if s != "all" else 0))
+
+
+# --- one function per results file ------------------------------------------------------------
+
+
+def attention_speed(data: dict) -> Section:
+    s = data["settings"]
+    rows = [[r["level"], r["seq"], r["mode"], num(r["explicit_ms"], 1), num(r["fused_ms"], 1),
+             f"{r['ratio']:.2f}x"] for r in data["results"]]  # fmt: skip
+    return Section(
+        "Attention: explicit vs fused",
+        f"The explicit attention that returns its weights (scores, mask, softmax, @ V) against "
+        f"PyTorch's fused `scaled_dot_product_attention`, batch {s['batch']}, {s['heads']} heads "
+        f"of {s['head_dim']}, {s['dtype']}: the bare function (core) and the whole "
+        "`MultiHeadSelfAttention` module. Medians; a ratio above 1 means the fused path is faster.",
+        "python benchmarks/attention_speed.py",
+        table(
+            ["level", "sequence", "pass", "explicit (ms)", "fused (ms)", "explicit / fused"], rows
+        ),
+    )
+
+
+def compat(data: dict) -> Section:
+    rows = []
+    for name, run in sorted(data["runs"].items(), key=lambda kv: kv[1].get("python", kv[0])):
+        if run.get("setup") == "failed":
+            rows.append([name, "set-up failed", "", ""])
+            continue
+        unit = ", ".join(f"{n} {k}" for k, n in run.get("unit", {}).items())
+        rows.append([run["python"], run["torch"], unit, f"{run['environment_bytes'] / 1e9:.1f} GB"])
+    return Section(
+        "Pythons and torch builds",
+        "The README's set-up and `make test` in a fresh environment for each Python on the "
+        "machine (and the oldest torch the course supports): the unit tests and every notebook "
+        "under nbval. The [install page](install.md) has the whole table and what it means.",
+        "make compat  (or: python benchmarks/compat.py --pythons python3.12)",
+        table(["Python", "torch", "unit tests", "environment"], rows),
+    )
+
+
+def distributed_throughput(data: dict) -> Section:
+    r = data["recipe"]
+    rows = [[run["processes"], run["threads_each"], run["seconds"], run["sequences_per_second"],
+             run["final_train_loss"]] for run in data["runs"]]  # fmt: skip
+    return Section(
+        "Several processes (torchrun, gloo)",
+        f"Pretraining `{r['preset']}` for {r['steps']} steps with a global batch of "
+        f"{r['batch_size']}, in one process or in several under torchrun (gloo). On one machine's "
+        "cores threads already share the work, so this shows that the multi-process path is "
+        "correct and cheap (every run ends at the same loss), not that it is faster. Equality "
+        "with one big batch is tested in `tests/test_distributed.py`.",
+        "python benchmarks/distributed_throughput.py",
+        table(["processes", "threads each", "seconds", "sequences/s", "final training loss"], rows),
+    )
+
+
+def explorer_browser(data: dict) -> Section:
+    clicks = data["seconds_click_to_new_image"]
+    rows = [
+        [what, f"{seconds:.2f}"] for what, seconds in clicks.items() if not isinstance(seconds, str)
+    ]
+    notes = [text.replace("\n", "; ") for text in clicks.values() if isinstance(text, str)]
+    return Section(
+        "The attention explorer in a browser",
+        "Lesson 3's explorer on MiniLM, in JupyterLab in headless Chromium: seconds from a click "
+        "to the new image on the page, for a sentence pair and for a whole held-out article."
+        + (f" The long text: {notes[0]}." if notes else ""),
+        "python benchmarks/explorer_browser.py  (needs chromium and playwright)",
+        table(["view", "seconds, click to image"], rows),
+    )
+
+
+def explorer_speed(data: dict) -> Section:
+    rows = [[r["text"], r["tokens"], r["view"], r["head"], f"{r['seconds']:.2f}"]
+            for r in data["redraw"]]  # fmt: skip
+    old = "; ".join(
+        f"{name}: {seconds:.2f} s" for name, seconds in data["labelled_figures"].items()
+    )
+    return Section(
+        "The attention explorer on the server",
+        f"How long each view of lesson 3's explorer takes to draw on MiniLM (6 layers x 12 heads), "
+        f"for a sentence pair and for a held-out article shown {data['window']} tokens at a time. "
+        f"For comparison, the figures drawn with one Axes per head: {old}.",
+        "python benchmarks/explorer_speed.py",
+        table(["text", "tokens", "view", "head", "seconds"], rows),
+    )
+
+
+def finetune_defaults(data: dict) -> Section:
+    rows = [[r["task"], r["size"], r["model"], f"{r['headline']} {num(r['test'])}",
+             num(r["trivial_level"]), "yes" if r["trivial"] else "no", r["steps"],
+             num(r["protocol"]) if r.get("protocol") is not None else "-"]
+            for r in data["runs"]]  # fmt: skip
+    return Section(
+        "`minibert finetune` with its defaults",
+        " ".join(data["what"].split()) + f" Every run trains at least {data['min_steps']} steps.",
+        "python benchmarks/finetune_defaults.py  (--report prints the table)",
+        table(
+            [
+                "task",
+                "labelled items",
+                "model",
+                "test",
+                "trivial level",
+                "still trivial",
+                "steps",
+                "benchmark protocol",
+            ],
+            rows,
+        ),
+    )
+
+
+def _mean_sd(values: list[float], digits: int = 3) -> str:
+    if len(values) < 2:
+        return num(values[0], digits)
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def finetuning(data: dict) -> Section:
+    baselines = table(
+        ["baseline", "test accuracy"],
+        [[name, pct(score)] for name, score in data["baselines"].items()],
+    )
+    curve = data["labelled_examples_curve"]
+    sizes = sizes_of(next(iter(curve.values())))
+    rows = [[model] + [_mean_sd([100 * r["test_accuracy"] for r in at[s]["runs"]], 1)
+                       if s in at else "-" for s in sizes] for model, at in curve.items()]  # fmt: skip
+    examples = {r["examples"] for at in curve.values() for r in at[sizes[-1]]["runs"]}
+    sizes[-1] = f"all ({max(examples):,})"
+    cap = data["capitalisation"]
+    rules = [[name, pct(rule["accuracy"]), num(rule["f1"])] for name, rule in cap["rules"].items()]
+    cap_sizes = sizes_of(cap["course"])
+    cap_rows = [[model] + [_mean_sd([r["test_f1"] for r in cap[model][s]["runs"]]) for s in cap_sizes]
+                for model in ("course", "scratch")]  # fmt: skip
+    gain = cap["course_minus_scratch"]
+    cap_rows.append(
+        ["course minus scratch (95% interval)"]
+        + [signed_interval(gain[s], "f1") for s in cap_sizes]
+    )
+    return Section(
+        "What pretraining buys: reviews and capitalisation",
+        f"{data['what']}: baselines, then each model fine-tuned at several numbers of labelled "
+        "examples, mean ± sample standard deviation over 3 seeds, the small models at the learning "
+        f"rate their seed-0 sweep ({', '.join(map(str, data['learning_rates']['sweep (small models, chosen on dev)']))}) "
+        f"chose on dev, MiniLM at {data['learning_rates']['minilm']}. Then the token task in the "
+        "course checkpoint's own domain: restoring the capitals of lower-cased held-out Wikipedia "
+        "text, F1 of the capitalised words, with the paired difference course minus scratch on the "
+        "same test sentences (95% bootstrap interval over the sentences, seeds averaged).",
+        "python benchmarks/finetuning.py  (--only baselines; --only capitalisation)",
+        "**Baselines**\n\n" + baselines + "\n\n**Fine-tuned, test accuracy (%) by labelled "
+        "examples**\n\n" + table(["model"] + sizes, rows) + "\n\n**Restoring capitalisation: "
+        "rules**\n\n" + table(["rule", "accuracy", "F1"], rules) + "\n\n**Restoring "
+        "capitalisation: fine-tuned, F1 by labelled sentences**\n\n"
+        + table(["model"] + cap_sizes, cap_rows),
+    )
+
+
+def finetuning_shapes(data: dict) -> Section:
+    parts = []
+    for task, models in data["table"].items():
+        percent = task == "wiki-qa"  # SQuAD's F1 is a percentage already
+        fmt = (lambda x: f"{x:.1f}") if percent else (lambda x: f"{x:.3f}")
+        baselines = ", ".join(f"{name} {fmt(score)}" for name, score in models["baselines"].items())
+        sizes = sizes_of({s for at in list(models.values())[1:] for s in at})
+        rows = [[model] + [f"{fmt(at[s]['mean'])} ± {fmt(at[s]['std'])}" if s in at else "-"
+                           for s in sizes]
+                for model, at in models.items() if model != "baselines"]  # fmt: skip
+        parts.append(f"### {task}\n\nBaselines: {baselines}.\n\n" + table(["model"] + sizes, rows))
+        intervals = data["intervals"].get(task, {})
+        pairs = list(dict.fromkeys(pair for at in intervals.values() for pair in at))
+        if pairs:
+            isizes = sizes_of(intervals)
+            scale, digits = (1, 1) if percent else (1, 3)
+            rows = [[pair] + [signed_interval(intervals[s][pair], scale=scale, digits=digits)
+                              if pair in intervals[s] else "-" for s in isizes]
+                    for pair in pairs]  # fmt: skip
+            parts.append(
+                "Paired differences on the same test items, 95% bootstrap interval "
+                "(seeds averaged):\n\n" + table(["difference"] + isizes, rows)
+            )
+    by_size = data.get("baselines_by_size", {})
+    if by_size:
+        rows = [[task, size, name, num(statistics.mean(values))]
+                for task, at in by_size.items() for size, rules in at.items()
+                for name, values in rules.items()]  # fmt: skip
+        parts.append(
+            "### Rules built from the same labelled items\n\nThe mean over the same "
+            "subsets the models saw:\n\n" + table(["task", "items", "rule", "test"], rows)
+        )
+    return Section(
+        "Task shapes: a label per word, a pair, a span, a label per text",
+        "Each pretrained model against random weights of its own size and vocabulary, on every "
+        "shape of BERT's Figure 4, in Wikipedia and in reviews: mean ± sample standard deviation "
+        "over 3 seeds at the learning rate the seed-0 sweep chose on dev (the task's balanced "
+        "measure, widened at the grid's edge), by number of labelled training items. `-probe` "
+        "rows: frozen features with a linear layer; `-mean` rows: fine-tuned on the mean of the "
+        "last hidden states instead of [CLS]. Scores: span F1 (wiki-mentions), accuracy "
+        "(wiki-qnli, rotten-tomatoes), F1 of capitalised words (review-capitalisation), SQuAD F1 "
+        "(wiki-qa).",
+        "python benchmarks/finetuning_shapes.py  (--report prints the table and both intervals "
+        "from the stored runs)",
+        "\n\n".join(parts),
+    )
+
+
+def model_throughput(data: dict) -> Section:
+    c = data["config"]
+    rows = [[mode, f"{m['tokens_per_second']['minibert']:,.0f}",
+             f"{m['tokens_per_second']['transformers']:,.0f}",
+             f"{m['ratio_minibert_over_transformers']:.2f}x"] for mode, m in data["modes"].items()]  # fmt: skip
+    return Section(
+        "BertModel against transformers",
+        f"minibert's `BertModel` and Hugging Face's (sdpa attention) on the same weights and "
+        f"inputs: {c['layers']} layers, {c['hidden']} hidden, {c['heads']} heads, batch "
+        f"{data['batch']} x {data['seq']} tokens, median of {data['reps']} after {data['warmup']} "
+        f"warm-up. Largest difference between their outputs: {data['max_abs_output_difference']}. "
+        "Ratios matter here, not times: the CPU was shared.",
+        "python benchmarks/model_throughput.py",
+        table(
+            ["mode", "minibert tokens/s", "transformers tokens/s", "minibert / transformers"], rows
+        ),
+    )
+
+
+def notebook_resources(data: dict) -> Section:
+    rows = [[name, f"{n['peak_rss_mb']:,} MB", f"{n['cpu_s']:.0f}", f"{n['wall_s']:.0f}"]
+            for name, n in data["notebooks"].items()]  # fmt: skip
+    return Section(
+        "What a class asks of a shared server",
+        "Each notebook alone in a fresh kernel: the peak resident memory of the kernel and its "
+        "children, and their CPU seconds. The teacher's guide turns these into students per "
+        "core and per GB.",
+        "python benchmarks/notebook_resources.py  (--table prints the guide's table)",
+        table(["notebook", "peak memory", "CPU seconds", "wall seconds"], rows),
+    )
+
+
+def notebook_times(data: dict) -> Section:
+    rows = [[name, f"{seconds:.0f}"] for name, seconds in data["seconds"].items()]
+    return Section(
+        "How long each lesson runs",
+        "Each notebook top to bottom in a fresh kernel: the course map's minutes to run.",
+        "python benchmarks/notebook_times.py",
+        table(["notebook", "seconds"], rows),
+    )
+
+
+def _nsp_run(name: str, data: dict) -> list[object]:
+    last, args = data["log"][-1], data["args"]
+    best = max(entry["nsp_accuracy"] for entry in data["log"])
+    sentences = data.get("nsp_measures", {}).get("sentences", {}).get("model")
+    return [name, args["steps"], args["lr"], pct(last["nsp_accuracy"]), pct(best),
+            pct(sentences) if sentences is not None else "-", pct(last["mask_accuracy"])]  # fmt: skip
+
+
+NSP_COLUMNS = ["run", "steps", "lr", "held-out NSP", "best NSP", "single-sentence pairs",
+               "[MASK] top-1"]  # fmt: skip
+
+
+def nsp_continuation(data: dict) -> Section:
+    return Section(
+        "Can NSP catch the topic rule? (3,000 steps)",
+        "The course checkpoint's pretraining continued with new sentence pairs every epoch and "
+        "dropout 0.1, measured on the held-out pairs every 250 steps. The figure draws this run "
+        "and the two below beside the TF-IDF topic rule.",
+        "python benchmarks/nsp_continuation.py --lr 3e-4 --dropout 0.1 --steps 3000",
+        table(NSP_COLUMNS, [_nsp_run("new pairs, dropout 0.1", data)]),
+        machine="x86_64, {} thread; {}".format(
+            data["args"]["threads"], " ".join(re.findall(r"\d{4}-\d\d-\d\d", data.get("note", "")))
+        ),
+    )
+
+
+def _nsp_rules(data: dict) -> str:
+    m = data["nsp_measures"]
+    return (
+        f"TF-IDF topic rule: {pct(m['segments']['tfidf_topic'])} on the held-out pairs "
+        f"({m['segments']['pairs']:,}), {pct(m['sentences']['tfidf_topic'])} on single-sentence "
+        f"pairs ({m['sentences']['pairs']:,}); majority {pct(m['segments']['majority'])}."
+    )
+
+
+def nsp_continuation_6000(data: dict) -> Section:
+    return Section(
+        "Can NSP catch the topic rule? (6,000 steps, decayed)",
+        "As above, for 6,000 steps with the learning rate decayed linearly to 0; at the end NSP "
+        "is also measured on single-sentence pairs, beside the TF-IDF topic rule.",
+        "python benchmarks/nsp_continuation.py --steps 6000 --decay --save runs/nsp_continued "
+        "--result benchmarks/results/nsp_continuation_6000.json",
+        table(NSP_COLUMNS, [_nsp_run("6,000 steps, decayed", data)]) + "\n\n" + _nsp_rules(data),
+        machine=f"x86_64, {data['args']['threads']} threads",
+    )
+
+
+def nsp_continuation_weighted(data: dict) -> Section:
+    return Section(
+        "Can NSP catch the topic rule? (NSP weighted 3x)",
+        f"As above, with the NSP loss weighted {data['args']['nsp_weight']}x and a share of "
+        f"{data['args']['short_seq_prob']} of the examples cut short, nearer the single-sentence "
+        "pairs.",
+        "python benchmarks/nsp_continuation.py --steps 4000 --decay --nsp-weight 3 "
+        "--short-seq-prob 0.5 --result benchmarks/results/nsp_continuation_weighted.json",
+        table(NSP_COLUMNS, [_nsp_run("NSP weighted", data)]) + "\n\n" + _nsp_rules(data),
+        machine=f"x86_64, {data['args']['threads']} thread",
+    )
+
+
+def paired_intervals(data: dict) -> Section:
+    rows = [[model, signed_interval(r, scale=100, digits=1), p_value(r["p"])]
+            for model, r in data["rows"].items()]  # fmt: skip
+    return Section(
+        "What pretraining buys on reviews, paired",
+        f"{data['what']}. The difference in accuracy points with its 95% bootstrap interval over "
+        "the test snippets and a sign-flip p-value; the interval holds the test snippets' "
+        "variation only, not another seed's.",
+        "python benchmarks/paired_intervals.py  (from the predictions stored in finetuning.json)",
+        table(["model minus scratch", "points [95% interval]", "p"], rows),
+        machine="computed from stored predictions (any machine)",
+    )
+
+
+def pretraining_candidates(data: dict) -> Section:
+    rows = [[model, f"{r['mask_positions']:,}", pct(r["model"]["top1"]), pct(r["model"]["top5"]),
+             pct(r["ngram_table"]), pct(r["most_frequent"])]
+            for model, r in data["mlm_heldout_reviews"].items()]  # fmt: skip
+    return Section(
+        "Starting points for reviews: [MASK] on held-out review text",
+        "Each candidate model's top-1 and top-5 accuracy at one fixed set of [MASK] positions in "
+        "the held-out movies' review text, beside the n-gram table and the most frequent token of "
+        "its own vocabulary at the same positions. `self` is pretrained on the review text only, "
+        "with its own vocabulary (hence its own positions).",
+        "python benchmarks/pretraining_candidates.py --candidate self=runs/self "
+        "--models course course-reviews self",
+        table(
+            ["model", "[MASK] positions", "top-1", "top-5", "n-gram table", "most frequent"], rows
+        ),
+    )
+
+
+def pretraining_recipes(data: dict) -> Section:
+    rows = []
+    for name, c in data["candidates"].items():
+        last = c["curve"][-1]
+        rows.append(
+            [
+                name,
+                c["what"],
+                last["step"],
+                last["seconds"],
+                pct(last["mask_accuracy"]),
+                pct(last["mask_top5"]),
+            ]
+        )
+    b, s = data["baselines_at_mask"], data["schedule"]
+    return Section(
+        "Escaping the MLM plateau",
+        f"The first {data['stop_after']:,} steps of a {s['steps']:,}-step `{s['preset']}` "
+        f"schedule (lr {s['lr']}, dropout {s['dropout']}): held-out top-1 accuracy at the [MASK] "
+        f"positions every {s['eval_every']} steps. At the same positions the n-gram table scores "
+        f"{pct(b['ngram'])} and always the most frequent token {pct(b['most_frequent'])}.",
+        "python benchmarks/pretraining_recipes.py",
+        table(["recipe", "what", "steps", "seconds", "[MASK] top-1", "top-5"], rows),
+    )
+
+
+def pretraining_scale(data: dict) -> Section:
+    rows = []
+    for fraction, run in sorted(data["runs"].items(), key=lambda kv: float(kv[0])):
+        last = run["curve"][-1] if isinstance(run["curve"], list) else run["curve"]
+        rows.append(
+            [
+                fraction,
+                f"{run['words']:,}",
+                pct(last["mask_accuracy"]),
+                pct(run["ngram_mask_accuracy"]),
+                num(run["train_loss_last_500"], 2),
+                num(last["mlm_loss"], 2),
+            ]
+        )
+    gains = data["finetune"]["by_fraction"]
+    gain_rows = [[fraction, _mean_sd(g["pretrained"]["values"]), _mean_sd(g["random"]["values"]),
+                  signed_interval(g["gain"]), p_value(g["gain"]["p"])]
+                 for fraction, g in sorted(gains.items(), key=lambda kv: float(kv[0]))]  # fmt: skip
+    return Section(
+        "How much text pretraining needs",
+        f"The course recipe (`{data['recipe']}`) on a share of the Wikipedia training text: "
+        "held-out top-1 at the [MASK] positions at the last step, beside the n-gram table of the "
+        "same text at the same positions. Then: " + data["finetune"]["what"] + ".",
+        "python benchmarks/pretraining_scale.py pretrain --fractions 0.125 0.25 0.5; "
+        "python benchmarks/pretraining_scale.py collect; python benchmarks/pretraining_scale.py "
+        "finetune",
+        table(
+            [
+                "share of text",
+                "words",
+                "[MASK] top-1",
+                "n-gram table",
+                "training loss",
+                "held-out MLM loss",
+            ],
+            rows,
+        )
+        + "\n\n**Fine-tuned on wiki-mentions, 256 sentences (span F1)**\n\n"
+        + table(
+            ["share of text", "pretrained", "random weights", "gain [95% interval]", "p"], gain_rows
+        ),
+        figures=("pretraining_scale_gain.png",),
+    )
+
+
+def _pretraining_throughput(data: dict) -> Section:
+    c = data["config"]
+    rows = [[name, f"{data['tokens_per_second'][name]:,.0f}", f"{ratio:.2f}x"]
+            for name, ratio in data["ratio_vs_transformers"].items()]  # fmt: skip
+    return Section(
+        f"Pretraining step against transformers (dropout {c['dropout']})",
+        f"One pretraining step of minibert and of transformers' `BertForPreTraining` (sdpa) on "
+        f"the same batches: {c['layers']} layers, {c['hidden']} hidden, vocabulary {c['vocab']:,}, "
+        f"batch {c['batch']} x {c['max_len']}, dropout {c['dropout']}, median of {data['reps']}. "
+        "`minibert pretrain` computes the MLM logits only at the masked positions (sparse MLM); "
+        "with full logits it does what transformers does.",
+        "python benchmarks/pretraining_throughput.py"
+        + ("" if c["dropout"] == 0 else f" --preset mini --dropout {c['dropout']}"),
+        table(["model", "tokens/s", "against transformers"], rows),
+    )
+
+
+def site_browser(data: dict) -> Section:
+    return Section(
+        "The course site in a browser",
+        "Every page of the built site opened from disk in headless Chromium with every network "
+        "request refused: console errors, images, typeset math and the offline search.",
+        "make site; python benchmarks/site_browser.py  (needs chromium and playwright)",
+        table(
+            ["measure", "value"],
+            [
+                ["pages", data["pages"]],
+                ["pages with problems", len(data["pages_with_problems"])],
+                ["requests to other hosts", len(data["requests_to_other_hosts"])],
+                ["images shown", data["images"]],
+                ["math elements typeset", data["math elements typeset"]],
+                ["search results for 'attention mask'", data["search results"]],
+                ["slowest page (s)", data["slowest page (s)"]],
+            ],
+        ),
+    )
+
+
+def slides_browser(data: dict) -> Section:
+    screens = data["screens per deck"]
+    return Section(
+        "The slide decks in a browser",
+        "Every lesson's reveal.js deck opened from disk in headless Chromium with every network "
+        "request refused, walked screen by screen and fragment by fragment.",
+        "make slides; python benchmarks/slides_browser.py  (needs chromium and playwright)",
+        table(
+            ["measure", "value"],
+            [
+                ["decks", data["decks"]],
+                ["decks with problems", len(data["decks_with_problems"])],
+                ["requests to other hosts", len(data["requests_to_other_hosts"])],
+                [
+                    "screens",
+                    f"{sum(screens.values())} ({min(screens.values())}-{max(screens.values())} a deck)",
+                ],
+                ["speaker notes (cells)", sum(data["speaker notes per deck"].values())],
+                ["images shown", data["images"]],
+                ["math elements typeset", data["math elements typeset"]],
+                ["slowest deck (s)", data["slowest deck (s)"]],
+            ],
+        ),
+        machine=f"{data['browser']}; {data['date']}",
+    )
+
+
+def tokenizer_speed(data: dict) -> Section:
+    parts = []
+    for workload in data["results"]:
+        rows = [[name, f"{r['median_s']:.3f}", f"{r['texts_per_s']:,}",
+                 f"{r['speed_vs_pure_python']:.2f}x"] for name, r in workload["implementations"].items()]  # fmt: skip
+        parts.append(
+            f"**{workload['workload']}** ({workload['texts']:,} texts)\n\n"
+            + table(["tokenizer", "median s", "texts/s", "against pure Python"], rows)
+        )
+    return Section(
+        "Tokenizer speed",
+        "minibert's `BertTokenizer` against transformers' pure-Python and Rust BERT tokenizers on "
+        f"the same texts with the bert-base-uncased vocabulary, median of {data['rounds']} rounds. "
+        "Their outputs are identical (tests/test_tokenization.py).",
+        "python benchmarks/tokenizer_speed.py",
+        "\n\n".join(parts),
+    )
+
+
+def wordpiece_training(data: dict) -> Section:
+    rows = []
+    for r in data["results"]:
+        ours, theirs = r["minibert"], r["tokenizers"]
+        rows.append(
+            [
+                f"{r['vocab_size']:,}",
+                num(ours["pieces_per_word"], 3),
+                num(theirs["pieces_per_word"], 3),
+                f"{100 * r['pieces_per_word_vs_tokenizers']:+.1f}%",
+                pct(r["overlap"], 0),
+                ours["train_s"],
+                theirs["train_s"],
+            ]
+        )
+    base = data["bert_base_uncased"]
+    return Section(
+        "Training a WordPiece vocabulary",
+        f"minibert's `train_wordpiece` against the tokenizers library's trainer on the same "
+        f"{data['train_articles']} Wikipedia training articles: pieces per word on the "
+        f"{data['heldout_articles']} held-out articles (lower is better; bert-base-uncased's "
+        f"{base['tokens']:,} pieces: {base['pieces_per_word']:.3f}) and the share of the two "
+        "vocabularies that is the same.",
+        "python benchmarks/wordpiece_training.py",
+        table(
+            [
+                "pieces",
+                "minibert pieces/word",
+                "tokenizers pieces/word",
+                "difference",
+                "overlap",
+                "minibert s",
+                "tokenizers s",
+            ],
+            rows,
+        ),
+    )
+
+
+# The page's order: what a reader meets first. A new results file: one entry here.
+SECTIONS: dict[str, Callable[[dict], Section]] = {
+    "model_throughput.json": model_throughput,
+    "tokenizer_speed.json": tokenizer_speed,
+    "wordpiece_training.json": wordpiece_training,
+    "attention_speed.json": attention_speed,
+    "pretraining_throughput_mini_dropout0.json": _pretraining_throughput,
+    "pretraining_throughput_mini_dropout0.1.json": _pretraining_throughput,
+    "pretraining_recipes.json": pretraining_recipes,
+    "pretraining_scale.json": pretraining_scale,
+    "nsp_continuation.json": nsp_continuation,
+    "nsp_continuation_6000.json": nsp_continuation_6000,
+    "nsp_continuation_weighted.json": nsp_continuation_weighted,
+    "pretraining_candidates.json": pretraining_candidates,
+    "finetuning.json": finetuning,
+    "paired_intervals.json": paired_intervals,
+    "finetuning_shapes.json": finetuning_shapes,
+    "finetune_defaults.json": finetune_defaults,
+    "distributed_throughput.json": distributed_throughput,
+    "explorer_speed.json": explorer_speed,
+    "explorer_browser.json": explorer_browser,
+    "notebook_times.json": notebook_times,
+    "notebook_resources.json": notebook_resources,
+    "compat.json": compat,
+    "site_browser.json": site_browser,
+    "slides_browser.json": slides_browser,
+}
+
+
+def anchor(name: str) -> str:
+    """The section's id on the page: 'pretraining_throughput_mini_dropout0.1.json' ->
+    'pretraining-throughput-mini-dropout0-1'."""
+    return re.sub(r"[^a-z0-9]+", "-", name.removesuffix(".json").lower()).strip("-")
+
+
+def _unregistered(data: object) -> Section:
+    """A file without a function in SECTIONS: its numbers as they are, under a warning."""
+    flat: list[list[object]] = []
+
+    def walk(value: object, path: str) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(inner, f"{path}.{key}" if path else str(key))
+        elif isinstance(value, list):
+            for i, inner in enumerate(value[:20]):
+                walk(inner, f"{path}[{i}]")
+        elif len(flat) < 200:
+            flat.append([f"`{path}`", str(value).replace("|", "/").replace("\n", " ")[:200]])
+
+    walk(data, "")
+    return Section(
+        "Not yet described",
+        "This results file has no section written for it yet (docs/site/results.py, SECTIONS); "
+        "its values are listed as they are.",
+        "see the benchmark that writes it",
+        table(["key", "value"], flat),
+    )
+
+
+def section_of(name: str, data: object) -> Section:
+    """The file's Section from its function in SECTIONS, or the listing of an unregistered file."""
+    render = SECTIONS.get(name)
+    return render(data) if render else _unregistered(data)
+
+
+def figures_of(name: str, section: Section, results: Path = RESULTS) -> list[str]:
+    """The PNGs a section shows: the one named after its file, then any its Section names."""
+    stem = name.removesuffix(".json")
+    names = [f"{stem}.png", *section.figures]
+    return [figure for figure in names if (results / figure).exists()]
+
+
+def section_text(name: str, data: object, results: Path = RESULTS) -> str:
+    """One section of the page in Markdown: its label, heading, facts, figures and numbers."""
+    section = section_of(name, data)
+    machine = section.machine or (machine_of(data) if isinstance(data, dict) else "not recorded")
+    lines = [f"({anchor(name)})=", f"## {section.title}", ""]
+    if name not in SECTIONS:
+        lines += ["```{warning}", f"{name} has no section in docs/site/results.py yet.", "```", ""]
+    lines += [
+        f"**What was measured.** {section.measured}",
+        "",
+        f"**Where.** {machine}",
+        "",
+        f"**To reproduce.** {_command(section.command)}",
+        "",
+    ]
+    lines += [f"![{Path(f).stem}]({FIGURES}/{f})\n" for f in figures_of(name, section, results)]
+    lines += [section.numbers, "", f"*Generated from `benchmarks/results/{name}`.*", ""]
+    return "\n".join(lines)
+
+
+def _command(text: str) -> str:
+    """'python x.py  (a note)' -> '`python x.py` (a note)'; commands joined by '; ' each coded."""
+    command, _, note = text.partition("  (")
+    coded = "; ".join(f"`{part.strip()}`" for part in command.split("; "))
+    return f"{coded} ({note}" if note else coded
+
+
+def order(results: Path = RESULTS) -> list[str]:
+    """The results files in the page's order: SECTIONS' order, then any file without an entry."""
+    names = sorted(p.name for p in results.glob("*.json"))
+    return [n for n in SECTIONS if n in names] + [n for n in names if n not in SECTIONS]
+
+
+def page(results: Path = RESULTS) -> str:
+    """results.md: the introduction, then one section per JSON file in results/."""
+    loaded = {name: json.loads((results / name).read_text(encoding="utf-8"))
+              for name in order(results)}  # fmt: skip
+    contents = ", ".join(f"[{section_of(n, d).title}](#{anchor(n)})" for n, d in loaded.items())
+    parts = [
+        "# Measured results",
+        "",
+        "Every number on this page is read from `benchmarks/results/*.json` when the site is "
+        "built; each section names the command that measured it. Unless a section says "
+        "otherwise, the machine is this project's: a 2-core x86-64 CPU with no GPU, shared with "
+        "other work, so timings are best read as ratios. A ± is the sample standard deviation "
+        "over seeds; an interval in brackets is a 95% paired bootstrap interval.",
+        "",
+        f"Sections: {contents}.",
+        "",
+    ]
+    parts += [section_text(name, data, results) for name, data in loaded.items()]
+    return "\n".join(parts)
+
+
+def write(out: Path, results: Path = RESULTS) -> None:
+    """Write results.md into out/ and the figures it shows into out/results/."""
+    import shutil
+
+    (out / FIGURES).mkdir(parents=True, exist_ok=True)
+    for figure in results.glob("*.png"):
+        shutil.copy(figure, out / FIGURES / figure.name)
+    (out / "results.md").write_text(page(results), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.stdout.write(page(Path(sys.argv[1]) if len(sys.argv) > 1 else RESULTS))
