@@ -3,9 +3,10 @@
 import pytest
 import torch
 
-from minibert import assets, finetuning, tasks
+from minibert import assets, finetuning, frozen_features, tasks
 from minibert import pretraining as P
 from minibert.tasks import baselines as task_baselines
+from minibert.tasks.capitalisation import capitalisation_examples
 from minibert.teaching import baselines
 from minibert.tokenization import BertTokenizer
 
@@ -79,8 +80,8 @@ def test_bag_of_words_and_logistic_regression_learn_a_separable_task():
     assert x.is_sparse and x.shape == (30, len(bow.index))
     norms = x.to_dense().norm(dim=1)
     torch.testing.assert_close(norms, torch.ones(30))
-    linear = finetuning.fit_logistic_regression(x, labels, l2=1e-4)
-    assert finetuning.predict(linear, x).tolist() == labels  # "not good" is negative: bigrams
+    linear = frozen_features.fit_logistic_regression(x, labels, l2=1e-4)
+    assert frozen_features.predict(linear, x).tolist() == labels  # "not good" is negative: bigrams
     with pytest.raises(ValueError, match="occurs"):
         task_baselines.BagOfWords(["a", "b"], min_count=2)
 
@@ -109,10 +110,10 @@ def test_opinion_scores_and_strongest_word():
 
 
 def test_capitalisation_baselines_score_the_labelled_words(course_tok):
-    train = finetuning.capitalisation_examples(
+    train = capitalisation_examples(
         ["Paris is big.", "Paris is old.", "the paris rules"], course_tok
     )
-    test = finetuning.capitalisation_examples(["Paris is in France."], course_tok)
+    test = capitalisation_examples(["Paris is in France."], course_tok)
     data = tuple(finetuning.TokenLabellingDataset(d) for d in (train, train, test))
     got = tasks.get("capitalisation").baseline_scores(data, course_tok)
     # four labelled words: Paris (1), is (0), in (0), France (1, never seen in train)
@@ -133,12 +134,12 @@ def test_sentence_starts_follow_the_ends_of_sentences(course_tok):
     """The first cased word of a text and the first after . ! or ? (numbers and punctuation,
     which have no case, are not labelled and do not start anything); or-ed with the table."""
     text = ["1999: the end. Then Rome fell! and why? because Rome did"]
-    test = finetuning.capitalisation_examples(text, course_tok)
+    test = capitalisation_examples(text, course_tok)
     # labelled: the end Then Rome fell and why because Rome did
     assert test[0]["labels"].count(1) == 3  # Then, Rome, Rome
     starts = task_baselines.starts(test[0], course_tok)
     assert starts == [1, 0, 1, 0, 0, 1, 0, 1, 0, 0]  # the, Then, and, because
-    train = finetuning.capitalisation_examples(["Rome is old", "Rome again"], course_tok)
+    train = capitalisation_examples(["Rome is old", "Rome again"], course_tok)
     data = (train, train, test)
     either = task_baselines.sentence_starts_or_per_word_majority(*data, course_tok)
     assert either == [[1, 0, 1, 1, 0, 1, 0, 1, 1, 0]]  # and both Romes from the table

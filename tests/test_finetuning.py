@@ -13,6 +13,7 @@ from minibert import assets, finetuning
 from minibert.inference import classify
 from minibert.model import BertForPreTraining, BertForSequenceClassification
 from minibert.recipes import finetune
+from minibert.tasks.capitalisation import capitalisation_examples
 from minibert.tokenization import BertTokenizer
 
 
@@ -89,7 +90,7 @@ def test_scores():
 
 
 def test_capitalisation_labels_come_from_the_text(tok):
-    (example,) = finetuning.capitalisation_examples(["The Eiffel Tower, built in 1889."], tok)
+    (example,) = capitalisation_examples(["The Eiffel Tower, built in 1889."], tok)
     pieces = tok.convert_ids_to_tokens(example["input_ids"])
     labelled = {p: y for p, y in zip(pieces, example["labels"]) if y != -100}
     assert labelled["the"] == 1 and labelled["built"] == 0 and labelled["in"] == 0
@@ -197,50 +198,17 @@ def test_bad_arguments_are_one_line_errors(tiny_folder, tmp_path):
     assert done.returncode != 0 and "cannot load the model" in done.stderr
 
 
-def test_logistic_regression_on_dense_features_takes_raw_inputs():
-    torch.manual_seed(0)
-    x = torch.randn(200, 3) * torch.tensor([100.0, 1.0, 0.01]) + 50  # wildly different scales
-    y = (x[:, 2] > 50).long()  # only the smallest feature matters
-    linear = finetuning.fit_logistic_regression(x, y.tolist(), l2=1e-4)
-    assert (finetuning.predict(linear, x) == y).float().mean() > 0.95
-
-
-def test_sentence_features_pool_cls_or_mean(tiny_folder, tok):
-    from minibert.model import BertModel
-
-    model = BertModel.from_pretrained(tiny_folder)
-    texts = ["a short one", "a somewhat longer text than the first"]
-    cls = finetuning.sentence_features(model, tok, texts, "cls")
-    mean = finetuning.sentence_features(model, tok, texts, "mean", batch_size=1)
-    alone = model.eval()(**tok.encode_batch(texts[:1])).last_hidden_state[0]
-    torch.testing.assert_close(cls[0], alone[0])
-    torch.testing.assert_close(mean[0], alone.mean(0))  # padding is left out of the mean
-    flipped = finetuning.sentence_features(model, tok, texts[::-1], "cls")  # rows follow texts
-    torch.testing.assert_close(flipped, cls.flip(0), atol=1e-5, rtol=1e-5)
-    both = finetuning.sentence_features(model, tok, texts, ("cls", "mean"))  # one pass, both
-    torch.testing.assert_close(both[0], cls)
-    torch.testing.assert_close(both[1], mean, atol=1e-5, rtol=1e-5)
-    with pytest.raises(ValueError, match="pooling"):
-        finetuning.sentence_features(model, tok, texts, "max")
-
-
 def test_python_api_edge_cases_are_clear_errors(tok):
     from minibert import finetuning
 
     with pytest.raises(ValueError, match="whole numbers from 0, got 0.7"):
         finetuning.ClassificationDataset(["a"], [0.7], tok)
     with pytest.raises(ValueError, match="leaves no room"):
-        finetuning.capitalisation_examples(["Paris is big."], tok, max_length=0)
+        capitalisation_examples(["Paris is big."], tok, max_length=0)
     with pytest.raises(ValueError, match=r"must be in \[0, 1\]"):
         finetuning.f1_score(2.0, -1.0)
     with pytest.raises(ValueError, match="num_labels must be at least 2"):
         finetuning.scores([0, 0], [0, 0], 1)
-    with pytest.raises(ValueError, match="no texts"):
-        finetuning.sentence_features(None, tok, [])
-    with pytest.raises(ValueError, match="batch_size must be a positive int"):
-        finetuning.sentence_features(None, tok, ["a"], batch_size=0)
-    with pytest.raises(ValueError, match="NaN or infinite"):
-        finetuning.fit_logistic_regression(torch.tensor([[1.0], [float("nan")]]), [0, 1])
 
 
 def test_a_mean_pooled_classifier_reads_the_real_tokens_mean(tiny_folder, tmp_path):
@@ -270,61 +238,11 @@ def test_a_mean_pooled_classifier_reads_the_real_tokens_mean(tiny_folder, tmp_pa
                  batch_size=16, steps=2, max_length=32, pooling="mean", progress=False)  # fmt: skip
 
 
-def test_the_paired_bootstrap_on_known_cases():
-    right_a = [1, 0] * 500  # 1,000 items
-    assert finetuning.paired_bootstrap(right_a, right_a) == (0.0, 0.0, 0.0)  # the same model
-    plus = [1] * 1000  # b right everywhere a is and on its 500 misses: +0.5, spread by resampling
-    diff, low, high = finetuning.paired_bootstrap(right_a, plus)
-    assert diff == 0.5 and 0.45 < low < 0.5 < high < 0.55  # the misses resampled: binomial spread
-    # b differs from a on 100 items, 60 for b and 40 for a: +2 points, sd of the mean difference
-    # sqrt(0.1 - 0.02**2) / sqrt(1000) = 0.0100, so the 95% interval is about +-1.96 points
-    a = [1] * 900 + [1] * 40 + [0] * 60
-    b = [1] * 900 + [0] * 40 + [1] * 60
-    diff, low, high = finetuning.paired_bootstrap(a, b, resamples=4000)
-    assert diff == pytest.approx(0.02) and (high - low) / 2 == pytest.approx(0.0196, abs=0.002)
-    p = finetuning.paired_sign_flip_test(a, b)
-    assert 0.03 < p < 0.07  # 60 against 40 among 100 discordant items: two-sided p = 0.057
-    assert finetuning.paired_sign_flip_test(right_a, plus) < 0.001
-    # seeds: (seeds, items); the same three runs as a and as b differ by nothing
-    runs = [[1, 0, 1, 1], [0, 0, 1, 1], [1, 1, 1, 0]]
-    assert finetuning.paired_bootstrap(runs, runs, resamples=200)[1:] == (0.0, 0.0)
-    with pytest.raises(ValueError, match="alike"):
-        finetuning.paired_bootstrap([1, 0, 1], [1, 0])
+def test_the_moved_measures_are_still_read_here():
+    """The lessons read the paired statistics and the frozen features as finetuning.X."""
+    from minibert import frozen_features, paired_statistics
 
-
-def test_the_paired_bootstrap_of_f1_on_known_cases():
-    """F1 from summed counts (not a mean of per-item F1), seeds averaged; interval and p-value."""
-    same = [[[1, 0, 1]] * 200]  # one seed, 200 items of tp 1, fp 0, fn 1: F1 2/3
-    assert finetuning.paired_bootstrap_f1(same, same) == (0.0, 0.0, 0.0)
-    assert finetuning.paired_permutation_test_f1(same, same, resamples=200) == 1.0
-    better = [[[2, 0, 0]] * 200]  # the same positives all found: F1 1
-    diff, low, high = finetuning.paired_bootstrap_f1(same, better, resamples=500)
-    assert diff == pytest.approx(1 / 3) and low == pytest.approx(1 / 3) == pytest.approx(high)
-    assert finetuning.paired_permutation_test_f1(same, better, resamples=500) < 0.01
-    # F1 of the sums: 10 items with tp 1 and 10 with fn 1 give 2*10/(20+10) = 2/3, not the
-    # mean per-item F1 (1/2)
-    mixed = [[[1, 0, 0]] * 10 + [[0, 0, 1]] * 10]
-    missed = [[[0, 0, 1]] * 20]  # F1 0
-    assert finetuning.paired_bootstrap_f1(missed, mixed)[0] == pytest.approx(2 / 3)
-    # two seeds: their F1 gaps (+1/3 and 0) averaged
-    two = finetuning.paired_bootstrap_f1([same[0], same[0]], [better[0], same[0]], resamples=200)
-    assert two[0] == pytest.approx(1 / 6)
-    with pytest.raises(ValueError, match="seeds, items, 3"):
-        finetuning.paired_bootstrap_f1([[1, 0, 1]], [[1, 0, 1]])
-
-
-def test_the_bootstraps_can_draw_the_seeds_too():
-    """Items alike, runs not: over the items alone the interval is a point (the seeds' mean);
-    with the seeds drawn as well it spans what the runs disagree on."""
-    zeros, ones = [0] * 50, [1] * 50
-    a, b = [zeros, zeros], [ones, zeros]  # seed 0: b right everywhere; seed 1: the same as a
-    assert finetuning.paired_bootstrap(a, b, resamples=400) == (0.5, 0.5, 0.5)
-    diff, low, high = finetuning.paired_bootstrap(a, b, resamples=400, resample_seeds=True)
-    assert (diff, low, high) == (0.5, 0.0, 1.0)  # both seeds drawn 0 or both 1: 5% tails reached
-    same, better = [[1, 0, 1]] * 30, [[2, 0, 0]] * 30  # F1 2/3 and 1 on every item
-    a3, b3 = [same, same], [better, same]  # F1 gaps +1/3 and 0
-    assert finetuning.paired_bootstrap_f1(a3, b3, resamples=400)[1:] == pytest.approx((1 / 6,) * 2)
-    diff, low, high = finetuning.paired_bootstrap_f1(a3, b3, resamples=400, resample_seeds=True)
-    assert diff == pytest.approx(1 / 6) and (low, high) == pytest.approx((0.0, 1 / 3))
-    with pytest.raises(ValueError, match="two seeds"):
-        finetuning.paired_bootstrap([ones], [zeros], resample_seeds=True)
+    for name in paired_statistics.__all__:
+        assert getattr(finetuning, name) is getattr(paired_statistics, name)
+    for name in frozen_features.__all__:
+        assert getattr(finetuning, name) is getattr(frozen_features, name)

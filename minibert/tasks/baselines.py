@@ -21,6 +21,7 @@ import torch
 
 from minibert import finetuning
 from minibert.config import IGNORE_INDEX
+from minibert.frozen_features import fit_logistic_regression, predict
 from minibert.wordpiece import BasicTokenizer
 
 __all__ = [
@@ -117,11 +118,11 @@ def bag_of_words(train, dev, test, tokenizer, l2s=(1e-5, 3e-5, 1e-4)) -> list[in
     x_train, x_dev, x_test = (features(d.texts) for d in (train, dev, test))
 
     def balanced(linear) -> float:  # on dev
-        predicted = finetuning.predict(linear, x_dev).tolist()
+        predicted = predict(linear, x_dev).tolist()
         return finetuning.scores(dev.labels, predicted)["balanced_accuracy"]
 
-    fits = [finetuning.fit_logistic_regression(x_train, train.labels, l2=l2) for l2 in l2s]
-    return finetuning.predict(max(fits, key=balanced), x_test).tolist()
+    fits = [fit_logistic_regression(x_train, train.labels, l2=l2) for l2 in l2s]
+    return predict(max(fits, key=balanced), x_test).tolist()
 
 
 def labelled_words(example: dict[str, list[int]], tokenizer) -> list[tuple[tuple[str, ...], int]]:

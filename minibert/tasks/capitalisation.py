@@ -2,7 +2,8 @@
 
 The same token task in two domains (Wikipedia sentences, review snippets): a label per word on
 its first piece, kept by the F1 of capitalised words (most words are lower-case: accuracy would
-favour answering "lower" everywhere).
+favour answering "lower" everywhere). The labels come from the text itself (its capitals), so
+they are real and free: ``capitalisation_examples`` builds them.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from minibert import corpora, finetuning
+from minibert.config import IGNORE_INDEX
 from minibert.tasks.baselines import (
     majority,
     per_word_majority,
@@ -17,6 +19,50 @@ from minibert.tasks.baselines import (
     sentence_starts_or_per_word_majority,
 )
 from minibert.tasks.registry import Baseline, Loader, Selection, Task, register, subset
+from minibert.tokenization import build_inputs
+from minibert.wordpiece import BasicTokenizer
+
+__all__ = ["capitalisation_examples"]
+
+
+def capitalisation_examples(
+    sentences: Sequence[str], tokenizer, max_length: int = 64
+) -> list[dict[str, list[int]]]:
+    """Lower-cased sentences with, on each word's first piece, 1 if the word was capitalised.
+
+    Words are split on whitespace and punctuation by the tokenizer's basic tokenizer on the
+    original text; a word counts as capitalised when its first character is upper case. The
+    other pieces of a word, [CLS], [SEP] and punctuation that has no case get -100 (ignored).
+    """
+    if max_length < 3:
+        raise ValueError(f"max_length {max_length} leaves no room for a word after [CLS] and [SEP]")
+    cased = BasicTokenizer(lowercase=False, strip_accents=False)  # words with their case
+    examples = []
+    for sentence in sentences:
+        pieces, labels = [], []
+        for word in cased.tokenize(sentence):
+            word_pieces = tokenizer.tokenize(word)  # lower-cased by an uncased tokenizer
+            if not word_pieces:
+                continue
+            has_case = word[0].lower() != word[0].upper()
+            labels += [int(word[0].isupper()) if has_case else IGNORE_INDEX]
+            labels += [IGNORE_INDEX] * (len(word_pieces) - 1)
+            pieces += word_pieces
+        pieces, labels = pieces[: max_length - 2], labels[: max_length - 2]
+        if all(label == IGNORE_INDEX for label in labels):
+            continue
+        input_ids, token_type_ids, _ = build_inputs(
+            tokenizer.convert_tokens_to_ids(pieces), None, tokenizer.cls_token_id,
+            tokenizer.sep_token_id,
+        )  # fmt: skip
+        examples.append(
+            {
+                "input_ids": input_ids,
+                "token_type_ids": token_type_ids,
+                "labels": [IGNORE_INDEX, *labels, IGNORE_INDEX],
+            }
+        )
+    return examples
 
 
 def _capitalisation(tok, max_length: int, train_examples: int | None, seed: int):
@@ -40,8 +86,7 @@ def _review_capitalisation(tok, max_length: int, train_examples: int | None, see
 def _words_capitalised(tok, max_length: int, *parts: Sequence[str]) -> tuple:
     """A dataset per part: each text lower-cased, its words labelled capitalised or not."""
     return tuple(
-        finetuning.TokenLabellingDataset(finetuning.capitalisation_examples(p, tok, max_length))
-        for p in parts
+        finetuning.TokenLabellingDataset(capitalisation_examples(p, tok, max_length)) for p in parts
     )
 
 
