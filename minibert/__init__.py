@@ -52,6 +52,7 @@ _SUBMODULES = (
     "cli",
     "commands",
     "config",
+    "context_windows",
     "corpora",
     "distributed",
     "finetuning",

@@ -15,8 +15,8 @@ lower-case and strip accents for an uncased vocabulary, split on whitespace and 
 special tokens never split) and greedy longest-match-first WordPiece. This module adds what makes
 them BERT's input: the vocabulary and its files, [CLS] A [SEP] B [SEP] with segments, truncation,
 padding and the attention mask, batches of tensors; and, for extractive question answering, the
-character offsets of each piece and the overlapping windows of a long context, both exactly as
-Hugging Face's fast (Rust) tokenizer gives them.
+character offsets of each piece and the overlapping windows of a long context (cut by
+``minibert.context_windows``), both exactly as Hugging Face's fast (Rust) tokenizer gives them.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from minibert.context_windows import Segment, cut_into_windows
 from minibert.utils import atomic_write, read_json_object
 from minibert.wordpiece import (
     CLS,
@@ -61,8 +62,6 @@ SPECIAL_TOKEN_NAMES = dict(
 )
 TRUNCATION_STRATEGIES = ("longest_first", "only_first", "only_second")
 PADDING_STRATEGIES = ("longest", "max_length")
-# one text, encoded: (pieces, ids, word index of each piece[, (start, end) offsets of each piece])
-Segment = tuple[list, ...]
 
 
 # ---- vocabulary files ----------------------------------------------------------------------
@@ -549,9 +548,7 @@ class BertTokenizer:
         stride: int,
         offsets: bool,
     ) -> list[Encoding]:
-        """One Encoding per window of the text that truncation cuts, as Hugging Face's fast
-        tokenizer: windows of `room` pieces starting every room - stride pieces, the last one
-        ending at the text's end; the other text (the question) is in every window whole."""
+        """One Encoding per window of the text that truncation cuts (context_windows)."""
         if text_pair is not None and truncation == "longest_first":
             raise ValueError(
                 "return_overflowing_tokens with a pair of texts needs truncation='only_second' "
@@ -559,23 +556,7 @@ class BertTokenizer:
                 "which would cut both texts"
             )
         a, b = self._segments(text, text_pair, truncation, offsets)
-        pairs = [(a, b)]  # nothing is cut without truncation: one window
-        if truncation:
-            cut_second = truncation == "only_second"
-            target, other = (b, a) if cut_second else (a, b)
-            n_other = len(other[0]) if other is not None else 0
-            room = max_length - (2 if b is None else 3) - n_other  # pieces of target per window
-            if len(target[0]) > room and stride >= room:
-                raise ValueError(
-                    f"max_length={max_length} leaves {max(room, 0)} positions per window for the "
-                    f"{'second' if cut_second else 'first'} text ([CLS], [SEP] and the other "
-                    f"text's {n_other} pieces take the rest); windows need more than stride="
-                    f"{stride}: use a larger max_length, a smaller stride or a shorter other text"
-                )
-            windows = [
-                tuple(x[i:j] for x in target) for i, j in _windows(len(target[0]), room, stride)
-            ]
-            pairs = [(a, w) if cut_second else (w, b) for w in windows]
+        pairs = cut_into_windows(a, b, max_length, truncation, stride) if truncation else [(a, b)]
         encodings = [self._assemble(first, second) for first, second in pairs]
         if padding is None:
             return encodings
@@ -649,15 +630,6 @@ class BertTokenizer:
             specials = set(SPECIAL_TOKENS)
             tokens = [t for t in tokens if t not in specials]
         return " ".join(tokens).replace(" ##", "").strip()
-
-
-def _windows(n: int, room: int, stride: int) -> list[tuple[int, int]]:
-    """(start, stop) of the windows over n pieces: room pieces each, one every room - stride
-    pieces, the last one ending at n (as Hugging Face's Encoding.truncate)."""
-    if n <= room:
-        return [(0, n)]
-    step = room - stride
-    return [(start, min(start + room, n)) for start in range(0, n - room + step, step)]
 
 
 def _truncate(
