@@ -326,8 +326,8 @@ def train(
             torch.set_num_threads(o.threads)
         device = torch.device(o.device) if o.device else next(model.parameters()).device
         model.to(device)
-        session = _Session(_new_run(model, o, device), device, out_dir, eval_data,
-                           (collate_fn, metrics_fn, on_eval))  # fmt: skip
+        calls = _TaskCalls(collate_fn, metrics_fn, on_eval)
+        session = _Session(_new_run(model, o, device), device, out_dir, eval_data, calls)
         lengths = [len(item["input_ids"]) for item in train_data] if o.group_by_length else None
         session.run_steps(lambda: _forward_backward(session.run, train_data, collate_fn, device,
                                                     forward_kwargs, lengths))  # fmt: skip
@@ -336,12 +336,24 @@ def train(
         torch.set_num_threads(threads)
 
 
+@dataclass(frozen=True)
+class _TaskCalls:
+    """What the task lends the loop (each may be None): how its examples become a batch, what it
+    measures on held-out batches, and what it does after each evaluation."""
+
+    collate_fn: Callable | None
+    metrics_fn: MetricsFn | None
+    on_eval: Callable[[list[dict]], None] | None
+
+
 class _Session:
     """One call of train(): the run, where its state is saved, and its evaluation."""
 
-    def __init__(self, run: Run, device: torch.device, out_dir, eval_data, calls: tuple) -> None:
+    def __init__(
+        self, run: Run, device: torch.device, out_dir, eval_data, calls: _TaskCalls
+    ) -> None:
         self.run, self.device, self.out_dir, self.eval_data = run, device, out_dir, eval_data
-        self.collate_fn, self.metrics_fn, self.on_eval = calls
+        self.calls = calls
         self.state_path = Path(out_dir) / run_state.STATE_FILE if out_dir is not None else None
         leftovers = remove_partial_files(out_dir) if out_dir is not None else []  # a hard kill's
         if run.options.resume:
@@ -351,14 +363,21 @@ class _Session:
     def evaluate_now(self) -> None:
         """Measure on the held-out data; the measures go into the last step's record."""
         o, run = self.run.options, self.run
-        metrics = evaluate(run.model, self.eval_data, o.batch_size, self.collate_fn,
-                           o.eval_batches, self.device, self.metrics_fn)  # fmt: skip
+        metrics = evaluate(
+            run.model,
+            self.eval_data,
+            o.batch_size,
+            self.calls.collate_fn,
+            o.eval_batches,
+            self.device,
+            self.calls.metrics_fn,
+        )
         record = run.history[-1]
         record.update({f"eval_{k}": v for k, v in metrics.items()})
         record["seconds"] = run.seconds + time.perf_counter() - self.started
         run.eval_pending = False
-        if self.on_eval is not None:
-            self.on_eval(run.history)
+        if self.calls.on_eval is not None:
+            self.calls.on_eval(run.history)
 
     def save(self) -> None:
         """Save the run's state (by the process that writes), if it has a folder."""

@@ -7,7 +7,7 @@ import dataclasses
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -309,8 +309,8 @@ def _finetune(
     if len(history) < loop.steps or not distributed.is_main():  # paused; or not the writer
         seconds, paused = time.perf_counter() - started, len(history) < loop.steps
         return FinetuneResult(folder.path, history, seconds=seconds, paused=paused)
-    model = (net, tok, collate)
-    return _finetune_results(o, spec, loop, model, data, history, keeper, folder, started)
+    trained = _Trained(net, tok, collate, data, history, keeper)
+    return _finetune_results(o, spec, loop, trained, folder, started)
 
 
 def _keeps_state(o: FinetuneOptions) -> bool:
@@ -341,12 +341,32 @@ class _BestEvaluation:
             atomic_write(self.run / "best.pt", lambda path: torch.save(kept, path))
 
 
-def _finetune_results(o, spec, loop, model, data, history, keeper, folder, started):
+@dataclasses.dataclass(frozen=True)
+class _Trained:
+    """A finished run, as its measuring and writing need it: the network, its tokenizer and
+    collate, the task's (train, dev, test) datasets, the loop's history and the best evaluation."""
+
+    net: Any
+    tok: BertTokenizer
+    collate: Callable[[Sequence[dict]], dict]
+    data: tuple[Sequence, Sequence, Sequence]
+    history: list[dict]
+    keeper: _BestEvaluation
+
+
+def _finetune_results(
+    o: FinetuneOptions,
+    spec: tasks.Task,
+    loop: TrainOptions,
+    trained: _Trained,
+    folder: OutputFolder,
+    started: float,
+) -> FinetuneResult:
     """Measure the kept evaluation's weights on dev and test; write the folder; the result."""
-    net, tok, collate = model
+    net, keeper, history = trained.net, trained.keeper, trained.history
     net.load_state_dict(keeper.state)
-    dev = _measure(net, data[1], collate, spec)
-    test = _measure(net, data[2], collate, spec)
+    dev = _measure(net, trained.data[1], trained.collate, spec)
+    test = _measure(net, trained.data[2], trained.collate, spec)
     evaluated = [h for h in history if any(k.startswith("eval_") for k in h)]
     values = [keeper.measure.of(h) for h in evaluated]
     selection = {
@@ -364,11 +384,11 @@ def _finetune_results(o, spec, loop, model, data, history, keeper, folder, start
         "dev": dev,
         "test": test,
         "options": saved(o) | saved(loop),  # with what the recipe filled (steps, lr, ...)
-        "train_size": len(data[0]),
+        "train_size": len(trained.data[0]),
         "seconds": round(time.perf_counter() - started, 1),
     }
     files = {"history.json": history, "results.json": results}
-    folder.put_in_place(model_files(net, tok, files), by="minibert finetune")
+    folder.put_in_place(model_files(net, trained.tok, files), by="minibert finetune")
     seconds = time.perf_counter() - started
     return FinetuneResult(folder.path, history, dev, test, seconds, selection)
 
