@@ -92,9 +92,9 @@ NOT_OUTPUTS = {
     ("06", "0.693"): "log 2",
     ("06", "0.999"): "AdamW's beta 2 (BERT's), which exercise 3 asks for",
     ("06", "79.4%"): "Wang & Manning (2012), quoted from the paper",
-    ("06", "83.0%"): "benchmarks/results/finetuning.json, shown in notebook 08",
-    ("06", "70.3%"): "benchmarks/results/finetuning.json (frozen [CLS] features), shown in 08",
-    ("06", "75.2%"): "benchmarks/results/finetuning.json (frozen mean features), shown in 08",
+    ("06", "83.0%"): "benchmarks/results/finetuning.json (MiniLM, all the labels)",
+    ("06", "70.3%"): "benchmarks/results/finetuning.json (frozen [CLS] features)",
+    ("06", "75.2%"): "benchmarks/results/finetuning.json (frozen mean features)",
     ("06", "41.9%"): "100% minus the majority's 58.1%, which the cell prints",
     ("09", "0.15"): "BERT's masking rate",
     ("09", "0.49"): "read off the figure above it (the colour bar of d2l's last panel)",
@@ -166,3 +166,42 @@ def test_every_written_answer_has_a_rubric_in_the_guide():
     assert asked_for - written == set(), "answers without a rubric"
     assert written - asked_for == set(), "rubrics for answers the notebooks no longer ask"
     assert rubrics.count("\n### ") == len(written) == 4
+
+
+# --- a lesson is one class session ---------------------------------------------------------------
+# Prose words: the whitespace-separated words of a notebook's markdown cells (headings, lists and
+# tables included, code cells not). Lesson 08 tells one story in one session; its whole grid is
+# the appendix, notebook 10; every other notebook is one session too.
+PROSE_WORDS = {"08": 3000, "10": 4500}
+PROSE_WORDS_OTHERWISE = 3500
+
+
+def prose_words(nb: dict) -> int:
+    return sum(
+        len("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_lesson_is_one_class_session_of_prose(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    limit = PROSE_WORDS.get(path.name[:2], PROSE_WORDS_OTHERWISE)
+    assert prose_words(nb) <= limit, (
+        f"{path.name}: {prose_words(nb):,} words of prose, over {limit:,}"
+    )
+
+
+def test_the_evidence_of_lesson_08_is_the_appendix_after_the_d2l_one():
+    """Lesson 08's grid lives in notebook 10, after the d2l appendix; the lesson points to it and
+    the appendix reads the committed results rather than training anything."""
+    names = [p.name for p in NOTEBOOKS]
+    assert (
+        names.index("10_appendix_what_pretraining_buys.ipynb")
+        == names.index("09_d2l_side_by_side.ipynb") + 1
+    )
+    lesson, appendix = (json.loads((NOTEBOOKS[0].parent / n).read_text(encoding="utf-8"))
+                        for n in ("08_what_pretraining_buys.ipynb", "10_appendix_what_pretraining_buys.ipynb"))  # fmt: skip
+    assert "notebook 10" in "".join(lesson["cells"][0]["source"])
+    code = "\n".join("".join(c["source"]) for c in appendix["cells"] if c["cell_type"] == "code")
+    assert "finetuning_shapes.json" in code
+    assert "finetune(" not in code and "pretrain(" not in code, "the appendix re-runs no grid"

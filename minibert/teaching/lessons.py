@@ -77,13 +77,19 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson(
         "08_what_pretraining_buys.ipynb",
         "What pretraining buys",
-        "the course checkpoint against random weights where it was pretrained (restoring capitalisation, live and as a labelled-examples curve; an aside: gradient accumulation that counts every labelled word once) and on reviews, where it buys nothing; why, measured (opinion words rare in its Wikipedia text); continued pretraining on the review text live, fill-mask before and after; the committed table and curves (scratch, course, course-reviews, self-pretrained, MiniLM), each at its learning rate chosen on dev; the explanation tested on test snippets grouped by their decisive word; MiniLM as its model card describes it; the course recipe on less of its text, and what each amount buys a Wikipedia task; the whole grid, domain crossed with task shape (a label per word and per text in Wikipedia and in reviews; the course checkpoint, course-reviews, self-pretrained and MiniLM, each against random weights of its own size, fine-tuned and as frozen features, each difference with its 95% interval); what pretraining bought here, and what limits it; a summary of the course",
+        "one question, what pretraining on 400,000 words bought: the course checkpoint against random weights of its size, each difference with its 95% paired interval; restoring capitalisation in its own domain, live and as a labelled-examples curve; on reviews, where it buys nothing measurable, and why it might (opinion words rare in its text: a hypothesis); continued pretraining on the review text live, fill-mask before and after; the same recipe on less of its text, and what each amount buys a Wikipedia task; MiniLM as its model card describes it, the reference point; runs that never left the trivial level marked",
         2.0,
     ),
     Lesson(
         "09_d2l_side_by_side.ipynb",
         "Appendix: d2l side by side",
         "the d2l book's BERT chapter, its own code, run beside minibert on our articles: its pairs (NSP labels flipped, negatives from any paragraph of the corpus), its masking and padding; its model on MiniLM's weights, equal to minibert once ReLU becomes GELU and the embeddings get their LayerNorm; its MLM loss counting padding (d2l issue 2582), live, and the fix; d2l's show_heatmaps and Animator on minibert",
+        0.5,
+    ),
+    Lesson(
+        "10_appendix_what_pretraining_buys.ipynb",
+        "Appendix: what pretraining buys, the evidence",
+        "lesson 8's evidence, read from the committed runs: the grid of domain (Wikipedia, reviews) crossed with task shape (a label per word, per text), every model against random weights of its size, fine-tuned, read from the mean and frozen, as plots; absolute scores beside the differences; every model against the rule built from the same labels, with paired intervals; runs at the trivial level marked; lesson 8's explanation of the reviews tested; what the evidence does not support; an aside on gradient accumulation that counts every labelled word once",
         0.5,
     ),
 )
