@@ -49,7 +49,7 @@ def padding_mask(attention_mask: Tensor, dtype: torch.dtype | None = None) -> Te
         raise ValueError(
             f"attention_mask must be real 1/0 values, got dtype {attention_mask.dtype}."
         )
-    if attention_mask.dtype != torch.bool:
+    if attention_mask.dtype != torch.bool and not torch.compiler.is_compiling():
         bad = attention_mask[(attention_mask != 0) & (attention_mask != 1)]
         if bad.numel():
             if bool(bad.isnan().any()):

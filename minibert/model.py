@@ -149,8 +149,8 @@ def check_inputs(
                 f"{name} must hold integer ids (torch.long), got {t.dtype}; "
                 f"convert with {name}.long()."
             )
-        if not on_host(t):  # reading values back would stall a GPU: checked on the host instead
-            continue  # (the training loop runs check_batch before a batch moves to the device)
+        if not on_host(t) or torch.compiler.is_compiling():  # a read back stalls a GPU and
+            continue  # breaks a compiled graph: the training loop runs check_batch beforehand
         low, high = int(t.min()), int(t.max())
         if low < 0 or high >= size:
             raise ValueError(
@@ -264,8 +264,9 @@ class BertModel(BertPreTrainedModel):
         mask = None  # no padding: the same result, and the faster unmasked kernel
         if attention_mask is not None:
             mask = padding_mask(attention_mask.to(x.device), dtype=x.dtype)  # (batch, 1, 1, seq)
-            if on_host(attention_mask) and bool(attention_mask.all()):  # no padding at all
-                mask = None  # (on a device, the mask is kept rather than read back)
+            readable = on_host(attention_mask) and not torch.compiler.is_compiling()
+            if readable and bool(attention_mask.all()):  # no padding at all
+                mask = None  # (on a device or compiled, the mask is kept rather than read back)
         x, hidden_states, attentions = self.encoder(
             x, mask, output_attentions, output_hidden_states
         )
@@ -316,7 +317,7 @@ def labelled_loss(logits: Tensor, labels: Tensor, name: str = "labels") -> Tenso
         raise ValueError(
             f"{name} must have shape {tuple(logits.shape[:-1])}, got {tuple(labels.shape)}."
         )
-    if not on_host(labels):  # no read back on a device: checked on the host (check_batch)
+    if not on_host(labels) or torch.compiler.is_compiling():  # no read back (check_batch)
         count = (labels != IGNORE_INDEX).sum().clamp(min=1)  # all ignored: 0 / 1, not NaN
         loss = F.cross_entropy(logits.flatten(0, -2).float(), labels.flatten(), reduction="sum",
                                ignore_index=IGNORE_INDEX)  # fmt: skip
