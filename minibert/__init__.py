@@ -59,6 +59,7 @@ _SUBMODULES = (
     "frozen_features",
     "guidance",
     "inference",
+    "label_counts",
     "model",
     "options",
     "paired_statistics",

@@ -92,39 +92,77 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--quiet", action="store_true", help="no progress bars")
     fetch.set_defaults(action="fetch", run=assets_command.run)  # the same as `assets fetch`
     for name, help_text, add, run in (
-        ("assets", "list, verify, fetch or locate the cached assets", assets_command.add_arguments,
-         assets_command.run),
-        ("course", "open the course notebooks in JupyterLab, or write their student edition or slides",
-         course.add_arguments, course.run),
-        ("assignment", "graded assignments: list them, hand one out (new), grade submissions",
-         assignment.add_arguments, assignment.run),
-    ):  # fmt: skip
+        (
+            "assets",
+            "list, verify, fetch or locate the cached assets",
+            assets_command.add_arguments,
+            assets_command.run,
+        ),
+        (
+            "course",
+            "open the course notebooks in JupyterLab, or write their student edition or slides",
+            course.add_arguments,
+            course.run,
+        ),
+        (
+            "assignment",
+            "graded assignments: list them, hand one out (new), grade submissions",
+            assignment.add_arguments,
+            assignment.run,
+        ),
+    ):
         add(command := sub.add_parser(name, help=help_text))
         command.set_defaults(run=run)
     models.add_arguments(sub)  # fill-mask, classify, tag, answer
     for name, options, help_text, out in (
-        ("pretrain", PretrainOptions, "pretrain a BERT with MLM (+ NSP or SOP) on Wikipedia (or your corpus)",
-         "folder for the model, vocabulary, history and checkpoints"),
-        ("finetune", FinetuneOptions, "fine-tune a pretrained BERT (or a random one of its size) on a labelled task",
-         "folder for the fine-tuned model, tokenizer and results.json"),
-    ):  # fmt: skip
+        (
+            "pretrain",
+            PretrainOptions,
+            "pretrain a BERT with MLM (+ NSP or SOP) on Wikipedia (or your corpus)",
+            "folder for the model, vocabulary, history and checkpoints",
+        ),
+        (
+            "finetune",
+            FinetuneOptions,
+            "fine-tune a pretrained BERT (or a random one of its size) on a labelled task",
+            "folder for the fine-tuned model, tokenizer and results.json",
+        ),
+    ):
         command = sub.add_parser(name, help=help_text, description=help_text, epilog=SEVERAL)
         command.add_argument("--out", required=True, help=out)
         add_arguments(command, options)
         command.set_defaults(run=lambda a, name=name: _recipe(name, a))
+    _add_sweep(sub)
+    return parser
+
+
+def _add_sweep(sub: argparse._SubParsersAction) -> None:
+    """The sweep command: finetune's flags, the --lrs to try and --widen at the grid's edge."""
+    from minibert.commands.flags import add_arguments
+    from minibert.recipes import FinetuneOptions
+
     text = "fine-tune at several learning rates and choose one on dev (finetune's other flags)"
     command = sub.add_parser("sweep", help=text, description=text, epilog=SWEEP_RULES)
     command.add_argument("--out", required=True, help="folder for a model per rate and sweep.json")
-    command.add_argument("--lrs", type=float, nargs="+", required=True, metavar="LR",
-                         help="the learning rates to try, at least two (e.g. 1e-4 3e-4 1e-3 3e-3)")  # fmt: skip
-    command.add_argument("--widen", type=int, default=2,
-                         help="rates added beyond the grid's edge when the best is there (default: 2)")  # fmt: skip
+    command.add_argument(
+        "--lrs",
+        type=float,
+        nargs="+",
+        required=True,
+        metavar="LR",
+        help="the learning rates to try, at least two (e.g. 1e-4 3e-4 1e-3 3e-3)",
+    )
+    command.add_argument(
+        "--widen",
+        type=int,
+        default=2,
+        help="rates added beyond the grid's edge when the best is there (default: 2)",
+    )
     add_arguments(command, FinetuneOptions)
     # a rate such as -1e-3 is a value to refuse with the grid's own message, not an unknown flag
     # (argparse takes only -1 and -0.5 for negative numbers)
     command._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
     command.set_defaults(run=_sweep)
-    return parser
 
 
 SWEEP_RULES = (

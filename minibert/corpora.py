@@ -267,7 +267,7 @@ def _wikipedia_cached(file: str, mtime_ns: int) -> tuple[Article, ...]:
             lambda a: [a.title, a.paragraphs, a.paragraph_sentences],
             lambda r: Article(r[0], tuple(r[1]), tuple(tuple(s) for s in r[2])),
             libraries=("gensim",),
-        )  # fmt: skip
+        )
     )
 
 

@@ -66,9 +66,13 @@ def predict(linear: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def sentence_features(
-    model, tokenizer, texts: Sequence[str], pooling: str | tuple[str, ...] = "cls",
-    max_length: int = 128, batch_size: int = 64,
-) -> torch.Tensor | tuple[torch.Tensor, ...]:  # fmt: skip
+    model,
+    tokenizer,
+    texts: Sequence[str],
+    pooling: str | tuple[str, ...] = "cls",
+    max_length: int = 128,
+    batch_size: int = 64,
+) -> torch.Tensor | tuple[torch.Tensor, ...]:
     """Frozen features of a BertModel (or any model with .bert): (texts, hidden), [CLS] or mean.
 
     A tuple of poolings, e.g. ("cls", "mean"), gives a tuple of feature tensors from one pass.

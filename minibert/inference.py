@@ -23,8 +23,16 @@ from torch import nn
 
 from minibert.utils import evaluating
 
-__all__ = ["MAX_ANSWER_PIECES", "Answer", "answer", "best_span", "classify", "fill_mask", "tag",
-           "word_in_context"]  # fmt: skip
+__all__ = [
+    "MAX_ANSWER_PIECES",
+    "Answer",
+    "answer",
+    "best_span",
+    "classify",
+    "fill_mask",
+    "tag",
+    "word_in_context",
+]
 
 
 def _check_text(text: str, what: str = "the text") -> None:
@@ -250,9 +258,15 @@ def answer(
     limit = _positions(model)
     max_length = max_length if limit is None else min(max_length, limit)
     stride = min(stride, max_length // 2)
-    windows = tokenizer(question, context, max_length=max_length, truncation="only_second",
-                        stride=stride, return_overflowing_tokens=True,
-                        return_offsets_mapping=True)  # fmt: skip
+    windows = tokenizer(
+        question,
+        context,
+        max_length=max_length,
+        truncation="only_second",
+        stride=stride,
+        return_overflowing_tokens=True,
+        return_offsets_mapping=True,
+    )
     device = next(model.parameters()).device
     best = None
     with evaluating(model):

@@ -138,8 +138,17 @@ def nested(
     if unknown := (set(defaults) | set(hide) | set(notes or {})) - names:
         raise TypeError(f"{cls.__name__} has no option {', '.join(sorted(unknown))}")
     made = {name: None if value is REQUIRED else value for name, value in defaults.items()}
-    meta = {"nested": cls, "defaults": defaults, "hide": tuple(hide), "notes": notes or {},
-            "help": cls.__doc__, "check": None, "cli": True, "resume": "same", "save": True}  # fmt: skip
+    meta = {
+        "nested": cls,
+        "defaults": defaults,
+        "hide": tuple(hide),
+        "notes": notes or {},
+        "help": cls.__doc__,
+        "check": None,
+        "cli": True,
+        "resume": "same",
+        "save": True,
+    }
     return dataclasses.field(default_factory=lambda: cls(**made), metadata=meta)
 
 
@@ -182,7 +191,7 @@ def declared(cls: type) -> list[Declared]:
                     default=over.get(d.name, d.default),
                     cli=d.cli and d.name not in hide,
                     note=notes.get(d.name, d.note),
-                )  # fmt: skip
+                )
                 for d in declared(f.metadata["nested"])
             ]
         else:

@@ -27,14 +27,20 @@ def _paired(a: Sequence, b: Sequence) -> torch.Tensor:
     """b - a as a (seeds, items) float64 tensor; a and b are (items,) or (seeds, items) each."""
     a, b = torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)
     if a.shape != b.shape or a.dim() not in (1, 2) or a.shape[-1] < 2:
-        raise ValueError(f"a and b must be (items,) or (seeds, items) alike with 2+ items, got {tuple(a.shape)} and {tuple(b.shape)}")  # fmt: skip
+        raise ValueError(
+            f"a and b must be (items,) or (seeds, items) alike with 2+ items, got {tuple(a.shape)} and {tuple(b.shape)}"
+        )
     return (b - a).reshape(-1, a.shape[-1])
 
 
 def paired_bootstrap(
-    a: Sequence, b: Sequence, resamples: int = 2000, level: float = 0.95, seed: int = 0,
+    a: Sequence,
+    b: Sequence,
+    resamples: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
     resample_seeds: bool = False,
-) -> tuple[float, float, float]:  # fmt: skip
+) -> tuple[float, float, float]:
     """mean(b) - mean(a) and its percentile bootstrap interval, the test items resampled with both
     models scored on each resample. a, b: (items,) per-item scores (1/0 right, or a per-item F1),
     or (seeds, items): the seeds averaged within each resample (the interval then holds the
@@ -42,7 +48,9 @@ def paired_bootstrap(
     b's seed s together: the same training subset), so it holds the runs' variation as well.
     Returns (difference, low, high)."""
     if resamples < 100 or not 0 < level < 1:
-        raise ValueError(f"resamples must be >= 100 and level in (0, 1), got {resamples} and {level}")  # fmt: skip
+        raise ValueError(
+            f"resamples must be >= 100 and level in (0, 1), got {resamples} and {level}"
+        )
     gaps = _paired(a, b)
     n = gaps.shape[-1]
     g = torch.Generator().manual_seed(seed)
@@ -85,19 +93,27 @@ def _f1_of_counts(counts: torch.Tensor) -> torch.Tensor:
 
 
 def paired_bootstrap_f1(
-    a: Sequence, b: Sequence, resamples: int = 2000, level: float = 0.95, seed: int = 0,
+    a: Sequence,
+    b: Sequence,
+    resamples: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
     resample_seeds: bool = False,
-) -> tuple[float, float, float]:  # fmt: skip
+) -> tuple[float, float, float]:
     """F1(b) - F1(a) and its percentile bootstrap interval, for a measure that is not a mean of
     per-item scores: a, b are (seeds, items, 3) counts of (tp, fp, fn) per test item (a sentence's
     words, say). Each resample draws items with replacement; each seed's F1 is computed on the
     summed counts of the drawn items, and the seeds' F1 averaged (with resample_seeds, over seeds
     drawn with replacement, a's and b's together). Returns (difference, low, high)."""
     if resamples < 100 or not 0 < level < 1:
-        raise ValueError(f"resamples must be >= 100 and level in (0, 1), got {resamples} and {level}")  # fmt: skip
+        raise ValueError(
+            f"resamples must be >= 100 and level in (0, 1), got {resamples} and {level}"
+        )
     a, b = (torch.as_tensor(x, dtype=torch.float64) for x in (a, b))
     if a.shape != b.shape or a.dim() != 3 or a.shape[-1] != 3:
-        raise ValueError(f"a and b must both be (seeds, items, 3) counts, got {tuple(a.shape)} and {tuple(b.shape)}")  # fmt: skip
+        raise ValueError(
+            f"a and b must both be (seeds, items, 3) counts, got {tuple(a.shape)} and {tuple(b.shape)}"
+        )
     n = a.shape[1]
     g = torch.Generator().manual_seed(seed)
     picks = torch.randint(n, (resamples, n), generator=g)  # (resamples, items)
@@ -121,7 +137,9 @@ def paired_permutation_test_f1(
     (counting the observed one, so never 0)."""
     a, b = (torch.as_tensor(x, dtype=torch.float64) for x in (a, b))
     if a.shape != b.shape or a.dim() != 3 or a.shape[-1] != 3:
-        raise ValueError(f"a and b must both be (seeds, items, 3) counts, got {tuple(a.shape)} and {tuple(b.shape)}")  # fmt: skip
+        raise ValueError(
+            f"a and b must both be (seeds, items, 3) counts, got {tuple(a.shape)} and {tuple(b.shape)}"
+        )
     observed = abs(float((_f1_of_counts(b.sum(1)) - _f1_of_counts(a.sum(1))).mean()))
     g = torch.Generator().manual_seed(seed)
     extreme = 0

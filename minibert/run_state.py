@@ -61,9 +61,17 @@ class Position:
     adam_before: set[int] = field(default_factory=set)  # the optimizer's step counts before
 
 
-STATE_TYPES = {"model": dict, "optimizer": dict, "scheduler": dict, "torch_rng": torch.Tensor,
-               "step": int, "history": list, "seconds": float, "eval_pending": bool,
-               "settings": dict}  # fmt: skip
+STATE_TYPES = {
+    "model": dict,
+    "optimizer": dict,
+    "scheduler": dict,
+    "torch_rng": torch.Tensor,
+    "step": int,
+    "history": list,
+    "seconds": float,
+    "eval_pending": bool,
+    "settings": dict,
+}
 
 
 def save(path: Path, run: Run, seconds: float) -> None:
@@ -125,12 +133,23 @@ def read(path: Path, device: torch.device) -> dict[str, Any]:
             raise ValueError(f"the data of {bad} fails its checksum")
         # weights_only: a damaged or foreign pickle is refused, never run
         state = torch.load(path, map_location=device, weights_only=True)
-    except (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, OSError, ValueError,
-            KeyError, pickle.UnpicklingError) as exc:  # fmt: skip
+    except (
+        zipfile.BadZipFile,
+        NotImplementedError,
+        RuntimeError,
+        EOFError,
+        OSError,
+        ValueError,
+        KeyError,
+        pickle.UnpicklingError,
+    ) as exc:
         cause = " ".join(str(exc).split()) or type(exc).__name__
         raise ValueError(f"{path} is damaged ({cause:.200}); {AGAIN}") from None
-    wrong = [key for key, kind in STATE_TYPES.items()
-             if not isinstance(state, dict) or not isinstance(state.get(key), kind)]  # fmt: skip
+    wrong = [
+        key
+        for key, kind in STATE_TYPES.items()
+        if not isinstance(state, dict) or not isinstance(state.get(key), kind)
+    ]
     if wrong:
         raise ValueError(
             f"{path} is not a minibert training state (no valid {', '.join(wrong)}); {AGAIN}"

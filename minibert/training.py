@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from minibert import distributed, run_state
-from minibert.config import IGNORE_INDEX
+from minibert.label_counts import add_counts, label_counts, loss_share, step_label_counts
 from minibert.options import (
     COUNT,
     NON_NEGATIVE,
@@ -78,8 +78,10 @@ class TrainOptions:
     """The loop's options: schedule, batches, evaluation, checkpoints, seed and device."""
 
     steps: int | None = option(
-        None, help="optimizer steps", check=POSITIVE_INT,
-    )  # fmt: skip
+        None,
+        help="optimizer steps",
+        check=POSITIVE_INT,
+    )
     batch_size: int = option(32, help="examples per micro-batch", check=POSITIVE_INT)
     grad_accum_steps: int = option(
         1,
@@ -104,9 +106,11 @@ class TrainOptions:
         100, help="steps between held-out evaluations", check=POSITIVE_INT
     )
     eval_batches: int | None = option(
-        None, help="limit held-out evaluation to this many batches", check=POSITIVE_INT,
+        None,
+        help="limit held-out evaluation to this many batches",
+        check=POSITIVE_INT,
         resume="free",
-    )  # fmt: skip
+    )
     checkpoint_every: int | None = option(
         None, help="steps between checkpoints", check=POSITIVE_INT, resume="free"
     )
@@ -119,21 +123,27 @@ class TrainOptions:
         save=False,
     )
     resume: bool = option(
-        False, help="continue the interrupted run in the output folder", save=False,
+        False,
+        help="continue the interrupted run in the output folder",
+        save=False,
         resume="free",
-    )  # fmt: skip
+    )
     progress: bool = option(True, help="show a progress bar", cli=False, save=False, resume="free")
     seed: int = option(
         0, help="seed for data order, masking, initialisation and dropout", check=SEED
     )
     device: str | None = option(
-        None, help="cpu, cuda or mps (default: the GPU when present)", check=_device_problem,
+        None,
+        help="cpu, cuda or mps (default: the GPU when present)",
+        check=_device_problem,
         resume="free",
-    )  # fmt: skip
+    )
     threads: int | None = option(
-        None, help="CPU threads for torch (default: torch's choice)", check=POSITIVE_INT,
+        None,
+        help="CPU threads for torch (default: torch's choice)",
+        check=POSITIVE_INT,
         resume="free",
-    )  # fmt: skip
+    )
     precision: str = option(
         "fp32",
         help="fp32, or bf16: the forward in bfloat16 (torch.autocast; the weights, gradients and "
@@ -329,8 +339,11 @@ def train(
         calls = _TaskCalls(collate_fn, metrics_fn, on_eval)
         session = _Session(_new_run(model, o, device), device, out_dir, eval_data, calls)
         lengths = [len(item["input_ids"]) for item in train_data] if o.group_by_length else None
-        session.run_steps(lambda: _forward_backward(session.run, train_data, collate_fn, device,
-                                                    forward_kwargs, lengths))  # fmt: skip
+        session.run_steps(
+            lambda: _forward_backward(
+                session.run, train_data, collate_fn, device, forward_kwargs, lengths
+            )
+        )
         return session.run.history
     finally:
         torch.set_num_threads(threads)
@@ -391,8 +404,13 @@ class _Session:
         run, o = self.run, self.run.options
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=o.steps, initial=run.step, desc="training", unit="step",
-                   disable=not o.progress or not distributed.is_main())  # fmt: skip
+        bar = tqdm(
+            total=o.steps,
+            initial=run.step,
+            desc="training",
+            unit="step",
+            disable=not o.progress or not distributed.is_main(),
+        )
         run.model.train()
         at = Position()  # where an interrupt lands (_to_boundary)
         try:
@@ -537,13 +555,13 @@ def _forward_backward(
     draw = _micro_batch_drawer(train_data, o, step, lengths)
     collate = collate_fn or (lambda items: items)
     losses = getattr(model, "label_losses", {})  # the model's: label tensor -> its loss
-    local, prebuilt = _step_label_counts(draw, o.grad_accum_steps, collate, parts, losses)
+    local, prebuilt = step_label_counts(draw, o.grad_accum_steps, collate, parts, losses)
     totals = distributed.all_sum(local)  # the step's labels in every process
     loss_value, seen = 0.0, {}
     for micro in range(o.grad_accum_steps):
         batch = prebuilt[micro] if prebuilt else collate(draw(micro))
         count = label_counts(batch, losses)
-        seen = _add(seen, count)
+        seen = add_counts(seen, count)
         if device.type != "cpu" and hasattr(model, "check_batch"):  # what forward skips there
             model.check_batch(batch)  # on the host, before the batch moves
         batch = _to_device(batch, device)
@@ -551,7 +569,7 @@ def _forward_backward(
         with distributed.no_sync(forward, last=micro == o.grad_accum_steps - 1):
             with bf16:
                 out = forward(**batch, **(forward_kwargs or {}))
-            loss = out.loss if parts == 1 else _share(out, count, totals, parts, losses)
+            loss = out.loss if parts == 1 else loss_share(out, count, totals, parts, losses)
             if not torch.isfinite(loss):
                 raise TrainingError(
                     f"the loss became {loss.item()} at step {step + 1}; lower the learning "
@@ -568,70 +586,6 @@ def _forward_backward(
             "labels with IGNORE_INDEX"
         )
     return distributed.all_sum({"loss": loss_value})["loss"]  # the whole step's loss
-
-
-def _step_label_counts(
-    draw: Callable[[int], list], micro_batches: int, collate: Callable, parts: int,
-    losses: dict[str, str],
-) -> tuple[dict[str, int], list | None]:  # fmt: skip
-    """The labels of the step's micro-batches (needed before the first backward), counted from
-    their examples; and the collated micro-batches where they had to be built to count them
-    (examples that are not dicts of labels). One micro-batch in one process needs no count."""
-    local: dict[str, int] = {}
-    for micro in range(micro_batches if parts > 1 and losses else 0):
-        count = _example_label_counts(draw(micro), losses)
-        if count is None:
-            prebuilt = [collate(draw(m)) for m in range(micro_batches)]
-            return _add({}, *(label_counts(b, losses) for b in prebuilt)), prebuilt
-        local = _add(local, count)
-    return local, None
-
-
-def _add(*counts: dict[str, int]) -> dict[str, int]:
-    """Label counts added up, key by key (the keys that count labels)."""
-    total: dict[str, int] = {}
-    for count in counts:
-        for key, n in count.items():
-            total[key] = total.get(key, 0) + n
-    return total
-
-
-def label_counts(batch: Any, losses: dict[str, str]) -> dict[str, int]:
-    """How many predictions each loss of a batch averages over: its labels that are not ignored.
-    losses is the model's ``label_losses``: each label tensor's name -> the loss it averages."""
-    if not isinstance(batch, dict):
-        return {}
-    return {key: int((batch[key] != IGNORE_INDEX).sum()) for key in losses
-            if isinstance(batch.get(key), torch.Tensor)}  # fmt: skip
-
-
-def _example_label_counts(items: Sequence, losses: dict[str, str]) -> dict[str, int] | None:
-    """label_counts of the batch these examples collate to, without collating them (padding only
-    adds ignored labels); None when they are not dicts that hold labels."""
-    if not items or not all(isinstance(item, dict) for item in items):
-        return None
-    counts = {}
-    for key in (key for key in losses if key in items[0]):
-        try:  # an int per example, or one per token (a list or a tensor)
-            labels = [torch.as_tensor(item[key]) for item in items]
-        except (KeyError, TypeError, ValueError, RuntimeError):
-            return None
-        counts[key] = sum(int((t != IGNORE_INDEX).sum()) for t in labels)
-    return counts or None
-
-
-def _share(
-    out: Any, count: dict[str, int], totals: dict[str, int], parts: int, losses: dict[str, str]
-) -> torch.Tensor:
-    """A micro-batch's part of the step's loss (parts: micro-batches x processes): each labelled
-    loss (a mean over this micro-batch's labels) weighted by count / total, so the step sums every
-    label once; what no label count covers (an auxiliary loss) is averaged over the parts."""
-    loss = out.loss / parts
-    for key, n in count.items():
-        labelled = getattr(out, losses[key], None)
-        if labelled is not None and totals.get(key):
-            loss = loss + labelled * (n / totals[key] - 1 / parts)
-    return loss
 
 
 def _finish_step(run: Run, at: Position) -> None:

@@ -275,8 +275,11 @@ def _clean(text: str, ids: list[int], targets: list[str]) -> LinkedText:
         text, ids = _delete(_ASCII_CONTROL, text, ids)
         text = text.translate(_ASCII_SPACE)
     else:
-        kept = [(" " if c.isspace() or is_whitespace(c) else c, i)
-                for c, i in zip(text, ids) if not is_control(c)]  # fmt: skip
+        kept = [
+            (" " if c.isspace() or is_whitespace(c) else c, i)
+            for c, i in zip(text, ids)
+            if not is_control(c)
+        ]
         text, ids = "".join(c for c, _ in kept), [i for _, i in kept]
     for _ in range(2):  # removing "( )" can leave " ," or two spaces behind
         for pattern in _DELETIONS:
@@ -364,7 +367,7 @@ def _linked_cached(file: str, mtime_ns: int) -> tuple[LinkedArticle, ...]:
             ),
             code=(__file__,),
             libraries=("gensim", "mwparserfromhell"),
-        )  # fmt: skip
+        )
     )
 
 

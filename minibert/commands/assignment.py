@@ -23,9 +23,11 @@ __all__ = ["add_arguments", "run"]
 
 def _limits_problem(args: argparse.Namespace) -> str | None:
     """Why --seconds, --memory-mb or --jobs cannot be used, or None."""
-    for flag, value, check in (("--seconds", args.seconds, POSITIVE_INT),
-                               ("--memory-mb", args.memory_mb, ENOUGH_MEMORY),
-                               ("--jobs", args.jobs, POSITIVE_INT)):  # fmt: skip
+    for flag, value, check in (
+        ("--seconds", args.seconds, POSITIVE_INT),
+        ("--memory-mb", args.memory_mb, ENOUGH_MEMORY),
+        ("--jobs", args.jobs, POSITIVE_INT),
+    ):
         if check(value):
             return f"{flag} {check(value)}, got {value}"
     return None
@@ -64,18 +66,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     check.add_argument("--csv", default=None, help="also write one row per folder to this CSV")
     check.add_argument(
-        "--seconds", type=int, default=PART_SECONDS,
+        "--seconds",
+        type=int,
+        default=PART_SECONDS,
         help=f"time limit for importing the file and for each part (default {PART_SECONDS})",
-    )  # fmt: skip
+    )
     check.add_argument(
-        "--memory-mb", type=int, default=MEMORY_MB,
+        "--memory-mb",
+        type=int,
+        default=MEMORY_MB,
         help=f"resident memory a run may hold beyond Python and torch, Linux (default {MEMORY_MB}, "
         f"at least {MIN_MEMORY_MB})",
-    )  # fmt: skip
+    )
     check.add_argument(
-        "--jobs", type=int, default=1,
+        "--jobs",
+        type=int,
+        default=1,
         help="folders graded at the same time (default 1; each run uses one CPU thread)",
-    )  # fmt: skip
+    )
 
 
 def _list() -> int:
@@ -130,7 +138,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             write_csv(results, args.csv)
         except OSError as exc:
-            print(f"minibert assignment grade: error: cannot write {args.csv}: {exc}", file=sys.stderr)  # fmt: skip
+            print(
+                f"minibert assignment grade: error: cannot write {args.csv}: {exc}", file=sys.stderr
+            )
             return 2
         print(f"wrote {len(results)} rows to {args.csv}")
     return 0 if all(r.passed for r in results) else 1

@@ -99,8 +99,11 @@ def _fine_tuned(folder: str, command: str) -> tuple[Any, Any, Any]:
 def add_arguments(sub: argparse._SubParsersAction) -> None:
     """The sub-commands fill-mask, classify and tag."""
     fill = sub.add_parser("fill-mask", help="predict the [MASK] tokens of a sentence")
-    fill.add_argument("model", help="a folder written by `minibert pretrain`, or by "
-                      "save_pretrained of BertForPreTraining or BertForMaskedLM")  # fmt: skip
+    fill.add_argument(
+        "model",
+        help="a folder written by `minibert pretrain`, or by "
+        "save_pretrained of BertForPreTraining or BertForMaskedLM",
+    )
     fill.add_argument(
         "text",
         help='a sentence with [MASK], e.g. "the [MASK] of france is paris ."; at most the '
@@ -108,15 +111,28 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
         "is refused, not cut, so that no [MASK] loses its context; shorten it to the sentences "
         "around the [MASK]",
     )
-    fill.add_argument("--top-k", type=argparse_type(int, POSITIVE_INT), default=5,
-                      help="how many candidates to print per [MASK]")  # fmt: skip
+    fill.add_argument(
+        "--top-k",
+        type=argparse_type(int, POSITIVE_INT),
+        default=5,
+        help="how many candidates to print per [MASK]",
+    )
     fill.set_defaults(run=fill_mask)
     label = sub.add_parser("classify", help="label texts (or text pairs) with a fine-tuned model")
     label.add_argument("model", help="a folder written by `minibert finetune` for a text task")
-    label.add_argument("texts", nargs="+", help="one or more texts, each in quotes; for a folder "
-                       "of a pair task (wiki-qnli), TEXT TEXT_B: one pair")  # fmt: skip
-    label.add_argument("--pair", nargs="+", default=None, metavar="TEXT_B",
-                       help="the second text of each pair (segment B), one per text")  # fmt: skip
+    label.add_argument(
+        "texts",
+        nargs="+",
+        help="one or more texts, each in quotes; for a folder "
+        "of a pair task (wiki-qnli), TEXT TEXT_B: one pair",
+    )
+    label.add_argument(
+        "--pair",
+        nargs="+",
+        default=None,
+        metavar="TEXT_B",
+        help="the second text of each pair (segment B), one per text",
+    )
     label.set_defaults(run=classify)
     words = sub.add_parser("tag", help="label each word of a text with a fine-tuned token model")
     words.add_argument("model", help="a folder written by `minibert finetune` for a word task")
@@ -132,10 +148,18 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
     reader = sub.add_parser("answer", help="answer a question with a span of a context")
     reader.add_argument("model", help="a folder written by `minibert finetune --task wiki-qa`")
     reader.add_argument("--question", required=True, help="the question, in quotes")
-    reader.add_argument("--context", required=True, metavar="TEXT_OR_FILE",
-                        help="the context to answer from: a text in quotes, or a file")  # fmt: skip
-    reader.add_argument("--max-length", type=argparse_type(int, POSITIVE_INT), default=None,
-                        help="pieces per window (default: the folder's training length)")  # fmt: skip
+    reader.add_argument(
+        "--context",
+        required=True,
+        metavar="TEXT_OR_FILE",
+        help="the context to answer from: a text in quotes, or a file",
+    )
+    reader.add_argument(
+        "--max-length",
+        type=argparse_type(int, POSITIVE_INT),
+        default=None,
+        help="pieces per window (default: the folder's training length)",
+    )
     reader.set_defaults(run=answer)
 
 
@@ -174,8 +198,10 @@ def classify(args: argparse.Namespace) -> int:
             )
         if task is not None and task.pairs and pairs is None:  # TEXT TEXT_B: one pair
             if len(texts) != 2:
-                raise CommandError(f"{args.model} labels pairs ({task.name}): give TEXT TEXT_B "
-                                   "(or texts with --pair, one second text each)")  # fmt: skip
+                raise CommandError(
+                    f"{args.model} labels pairs ({task.name}): give TEXT TEXT_B "
+                    "(or texts with --pair, one second text each)"
+                )
             texts, pairs = texts[:1], texts[1:]
         labels = inference.classify(model, tok, texts, pairs)
         for i, (text, (name, probability)) in enumerate(zip(texts, labels)):

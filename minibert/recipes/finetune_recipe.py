@@ -71,8 +71,10 @@ class FinetuneResult:
                 f"{RUN_FOLDER} (the same command with --resume continues it)"
             )
         chosen = self.selection
-        lines = [f"step {h['step']:>6,}: dev {chosen['measure']} {v:.4f}"
-                 for h, v in zip(self.evaluations, chosen["values"])]  # fmt: skip
+        lines = [
+            f"step {h['step']:>6,}: dev {chosen['measure']} {v:.4f}"
+            for h, v in zip(self.evaluations, chosen["values"])
+        ]
         ties = f" (tied with step {', '.join(map(str, chosen['ties']))}: the earliest kept)"
         lines.append(
             f"kept step {chosen['step']:,}: dev {chosen['measure']} {chosen['value']:.4f}"
@@ -116,16 +118,33 @@ def _test_line(t: dict[str, Any]) -> str:
 def default_lr(config: BertConfig, task: tasks.Task | None = None) -> float:
     """finetune's learning rate when none is given: measured per model size on dev.
 
-    For the course's small models (hidden size below 384), 1e-3: the course checkpoint and its
-    continuation on review text were best on dev there with all the labelled reviews (a sweep of
-    1e-4 to 3e-3, one seed: benchmarks/pretraining_candidates.py); the same size from random
-    weights was best at 1e-3 with 1,024 examples and at 3e-4 with all. Larger pretrained models
-    (MiniLM, BERT-base) take BERT's small steps, 5e-5, unless the task names its own rate for
-    them (``Task.large_model_lr``, measured on its dev set: wiki-qa's reader needs larger steps).
+    For the course's small models (hidden size below 384), SMALL_MODEL_LR: the course checkpoint
+    and its continuation on review text were best on dev there with all the labelled reviews (a
+    sweep of 1e-4 to 3e-3, one seed: benchmarks/pretraining_candidates.py); the same size from
+    random weights was best at 1e-3 with 1,024 examples and at 3e-4 with all. Larger pretrained
+    models (MiniLM, BERT-base) take BERT's small steps, LARGE_MODEL_LR, unless the task names its
+    own rate for them (``Task.large_model_lr``, measured on its dev set: wiki-qa's reader needs
+    larger steps).
     """
     if config.hidden_size < 384:
         return SMALL_MODEL_LR
     return LARGE_MODEL_LR if task is None or task.large_model_lr is None else task.large_model_lr
+
+
+def _rate(lr: float) -> str:
+    """A learning rate as the help writes it: 1e-3, 5e-5."""
+    mantissa, exponent = f"{lr:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+_LR_NOTE = (
+    f"(default: measured per model size: {_rate(SMALL_MODEL_LR)} for the course's small models, "
+    f"{_rate(LARGE_MODEL_LR)} for MiniLM and larger, or the task's own rate for them: "
+    + ", ".join(
+        f"{_rate(t.large_model_lr)} on {t.name}" for t in tasks.TASKS.values() if t.large_model_lr
+    )
+    + ")"
+)
 
 
 @dataclass(kw_only=True)
@@ -134,18 +153,21 @@ class FinetuneOptions:
     whole TrainOptions, fine-tuning's defaults; what is left None is filled from the task)."""
 
     train: TrainOptions = nested(
-        TrainOptions, hide=("group_by_length",), group_by_length=True, steps=None, lr=None,
+        TrainOptions,
+        hide=("group_by_length",),
+        group_by_length=True,
+        steps=None,
+        lr=None,
         eval_every=None,
         notes={
             "steps": "(default: --epochs' worth, at least 100, so that a small subset gets more "
-                     "epochs: 100 steps of the course checkpoint take 6-21 s on a 2-core CPU, "
-                     "benchmarks/finetune_defaults.py)",
-            "lr": "(default: measured per model size: 1e-3 for the course's small models, 5e-5 "
-                  "for MiniLM and larger, or the task's own rate for them: 3e-4 on wiki-qa)",
+            "epochs: 100 steps of the course checkpoint take 6-21 s on a 2-core CPU, "
+            "benchmarks/finetune_defaults.py)",
+            "lr": _LR_NOTE,
             "eval_every": "(default: after each epoch, at most --evaluations times)",
             "warmup_steps": "(default: --warmup-fraction of the steps)",
         },
-    )  # fmt: skip
+    )
     model: str | Path = option(
         "course",
         help="'course' (the course checkpoint, Wikipedia), 'course-reviews' (the course "
@@ -222,8 +244,8 @@ def finetune(
     tokenizer, results.json). Training batches hold texts of similar length (group_by_length),
     which halves the padding. freeze_encoder trains only the classifier (a linear probe);
     reinit_layers re-initialises the pooler and the top N encoder layers before training (Zhang
-    et al., 2021). lr=None takes ``default_lr`` of the model's size (1e-3 for the course's small
-    models, 5e-5 for MiniLM). Every loop option works as in pretraining: grad_accum_steps,
+    et al., 2021). lr=None takes ``default_lr`` of the model's size (SMALL_MODEL_LR for the course's
+    small models, LARGE_MODEL_LR for MiniLM). Every loop option works as in pretraining: grad_accum_steps,
     checkpoint_every with resume (the best evaluation's weights are kept in the run folder too),
     stop_after, precision, device, threads.
     """
@@ -370,12 +392,18 @@ def _finetune_results(
     evaluated = [h for h in history if any(k.startswith("eval_") for k in h)]
     values = [keeper.measure.of(h) for h in evaluated]
     selection = {
-        "measure": keeper.measure.name, "higher_is_better": keeper.measure.higher_is_better,
-        "step": keeper.step, "value": keeper.value, "values": values,
+        "measure": keeper.measure.name,
+        "higher_is_better": keeper.measure.higher_is_better,
+        "step": keeper.step,
+        "value": keeper.value,
+        "values": values,
         "trivial": keeper.measure.near_trivial(keeper.value),
-        "ties": [h["step"] for h, v in zip(evaluated, values)
-                 if v == keeper.value and h["step"] != keeper.step],
-    }  # fmt: skip
+        "ties": [
+            h["step"]
+            for h, v in zip(evaluated, values)
+            if v == keeper.value and h["step"] != keeper.step
+        ],
+    }
     results = {
         "task": o.task,
         "model": str(o.model),
@@ -403,9 +431,12 @@ def _classifier(o: FinetuneOptions, spec: tasks.Task, source: Path, config: Bert
         net = spec.model_class(config.replace(**drop))  # the same size, random weights
     else:  # a new classifier of the task's size, unless the folder holds one already
         net = spec.model_class.from_pretrained(
-            source, num_labels=len(spec.labels), label_names=spec.labels,
-            classifier_pooling=o.pooling, **drop,
-        )  # fmt: skip
+            source,
+            num_labels=len(spec.labels),
+            label_names=spec.labels,
+            classifier_pooling=o.pooling,
+            **drop,
+        )
     if o.reinit_layers:
         parts = [*net.bert.encoder.layers[-o.reinit_layers :]]
         if getattr(net.bert, "pooler", None) is not None:

@@ -87,9 +87,13 @@ class PretrainOptions:
     (``train``: a whole TrainOptions, pretraining's defaults; steps required)."""
 
     train: TrainOptions = nested(
-        TrainOptions, hide=("group_by_length",), steps=REQUIRED, lr=1e-3, eval_every=200,
+        TrainOptions,
+        hide=("group_by_length",),
+        steps=REQUIRED,
+        lr=1e-3,
+        eval_every=200,
         checkpoint_every=500,
-    )  # fmt: skip
+    )
     preset: str | None = option(
         None,
         help="size of a new model (layers/hidden: 2/128, 4/256, 4/512, 8/512, 12/768); "
@@ -293,8 +297,9 @@ def pretrain(
     with folder:
         train_articles, heldout_articles = _pretraining_corpus(o)
         source = None if o.init is None else model_folder(o.init)
-        tok = _tokenizer(source or o.vocab, o.vocab_size, train_articles,
-                         folder.run if o.train.resume else None)  # fmt: skip
+        tok = _tokenizer(
+            source or o.vocab, o.vocab_size, train_articles, folder.run if o.train.resume else None
+        )
         train_data, eval_data = _pretraining_data(o, tok, train_articles, heldout_articles)
         if len(train_data) < o.train.batch_size:  # before the run writes anything
             raise ValueError(

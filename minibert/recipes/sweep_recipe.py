@@ -69,8 +69,10 @@ class Sweep:
         for t in sorted(self.trials, key=lambda t: t.lr):
             added = "  (added: the best was at the grid's edge)" if t.lr in self.widened else ""
             mark = "  <- chosen" if t is self.chosen else ""
-            lines.append(f"lr {t.lr:<8g} dev {self.measure} {t.measure:.4f}, dev loss {t.loss:.4f}"
-                         f"{mark}{added}")  # fmt: skip
+            lines.append(
+                f"lr {t.lr:<8g} dev {self.measure} {t.measure:.4f}, dev loss {t.loss:.4f}"
+                f"{mark}{added}"
+            )
         if self.ties:
             lines.append(
                 f"tied on dev {self.measure} with lr {', '.join(f'{r:g}' for r in self.ties)}: "
@@ -95,7 +97,7 @@ class Sweep:
             "higher_is_better": self.higher_is_better,
             "trials": [
                 {"lr": t.lr, "dev_measure": t.measure, "dev_loss": t.loss} for t in self.trials
-            ],  # fmt: skip
+            ],
             "chosen": self.chosen.lr,
             "ties": self.ties,
             "widened": self.widened,
@@ -144,8 +146,15 @@ def choose_lr(
         widened.append(rate)
     winner, ties = _best(trials, higher_is_better)
     tried = sorted(t.lr for t in trials)
-    return Sweep(measure, higher_is_better, trials, winner, ties, widened,
-                 at_edge=winner.lr in (tried[0], tried[-1]))  # fmt: skip
+    return Sweep(
+        measure,
+        higher_is_better,
+        trials,
+        winner,
+        ties,
+        widened,
+        at_edge=winner.lr in (tried[0], tried[-1]),
+    )
 
 
 def _kept_loss(result: FinetuneResult) -> float:
@@ -193,9 +202,13 @@ def sweep(
     chosen = choose_lr(run, grid, measure=name, higher_is_better=higher_is_better, widen=widen)
     summary = chosen.as_dict() | {
         "folders": {f"{t.lr:g}": str(t.result.folder) for t in chosen.trials},
-        "test": {f"{t.lr:g}": {k: v for k, v in t.result.test.items()
-                               if isinstance(v, (int, float, str))} for t in chosen.trials},
-    }  # fmt: skip
+        "test": {
+            f"{t.lr:g}": {
+                k: v for k, v in t.result.test.items() if isinstance(v, (int, float, str))
+            }
+            for t in chosen.trials
+        },
+    }
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / SUMMARY, json.dumps(summary, indent=1, default=str) + "\n")
     add_to_manifest(out, [SUMMARY])  # ours: a later sweep may replace it

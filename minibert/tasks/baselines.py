@@ -147,10 +147,12 @@ def per_word_majority(train, dev, test, tokenizer) -> list[int]:
             seen[word][label] += 1
     default = _most_frequent(_flat(train))
     return [
-        [_most_frequent(seen[word]) if word in seen else default
-         for word, _ in labelled_words(test[i], tokenizer)]
+        [
+            _most_frequent(seen[word]) if word in seen else default
+            for word, _ in labelled_words(test[i], tokenizer)
+        ]
         for i in range(len(test))
-    ]  # fmt: skip
+    ]
 
 
 ENDS = frozenset(".!?")  # the pieces that end a sentence
@@ -178,5 +180,7 @@ def sentence_starts(train, dev, test, tokenizer) -> list[int]:
 def sentence_starts_or_per_word_majority(train, dev, test, tokenizer) -> list[int]:
     """A word of test is capitalised if it begins a sentence or is capitalised most often in train."""
     table = per_word_majority(train, dev, test, tokenizer)
-    return [[a | b for a, b in zip(first, usual, strict=True)]
-            for first, usual in zip(sentence_starts(train, dev, test, tokenizer), table, strict=True)]  # fmt: skip
+    return [
+        [a | b for a, b in zip(first, usual, strict=True)]
+        for first, usual in zip(sentence_starts(train, dev, test, tokenizer), table, strict=True)
+    ]

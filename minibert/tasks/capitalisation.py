@@ -52,9 +52,11 @@ def capitalisation_examples(
         if all(label == IGNORE_INDEX for label in labels):
             continue
         input_ids, token_type_ids, _ = build_inputs(
-            tokenizer.convert_tokens_to_ids(pieces), None, tokenizer.cls_token_id,
+            tokenizer.convert_tokens_to_ids(pieces),
+            None,
+            tokenizer.cls_token_id,
             tokenizer.sep_token_id,
-        )  # fmt: skip
+        )
         examples.append(
             {
                 "input_ids": input_ids,
@@ -70,8 +72,9 @@ def _capitalisation(tok, max_length: int, train_examples: int | None, seed: int)
     sentences = [s for a in corpora.wikipedia_articles("train") for s in a.sentences]
     train = [s for i, s in enumerate(sentences) if i % 10]
     test = [s for a in corpora.wikipedia_articles("heldout") for s in a.sentences]
-    return _words_capitalised(tok, max_length, subset(train, train_examples, seed, "sentences"),
-                              sentences[::10], test)  # fmt: skip
+    return _words_capitalised(
+        tok, max_length, subset(train, train_examples, seed, "sentences"), sentences[::10], test
+    )
 
 
 def _review_capitalisation(tok, max_length: int, train_examples: int | None, seed: int):
@@ -79,8 +82,9 @@ def _review_capitalisation(tok, max_length: int, train_examples: int | None, see
     train, dev, test = (
         [r.text for r in corpora.rotten_tomatoes(s)] for s in ("train", "dev", "test")
     )
-    return _words_capitalised(tok, max_length, subset(train, train_examples, seed, "snippets"),
-                              dev, test)  # fmt: skip
+    return _words_capitalised(
+        tok, max_length, subset(train, train_examples, seed, "snippets"), dev, test
+    )
 
 
 def _words_capitalised(tok, max_length: int, *parts: Sequence[str]) -> tuple:
@@ -100,9 +104,17 @@ BASELINES = (
 
 def _capitalisation_task(name: str, load: Loader, description: str) -> Task:
     """A task of restoring capitalisation, with its four rules as baselines."""
-    return Task(name=name, labels=("lower", "capitalised"), shape="words", unit="word", load=load,
-                metrics=finetuning.token_metrics, selection=Selection("f1", finetuning.positive_f1),
-                description=description, baselines=BASELINES)  # fmt: skip
+    return Task(
+        name=name,
+        labels=("lower", "capitalised"),
+        shape="words",
+        unit="word",
+        load=load,
+        metrics=finetuning.token_metrics,
+        selection=Selection("f1", finetuning.positive_f1),
+        description=description,
+        baselines=BASELINES,
+    )
 
 
 CAPITALISATION = register(

@@ -134,8 +134,11 @@ def _longest_matches(words: Sequence[str], lexicon: dict, start: int = 0, end: i
     end = len(words) if end < 0 else end
     found, i = [], start
     while i < end:
-        fits = [len(e) for e in lexicon.get(words[i], ())
-                if i + len(e) <= end and tuple(words[i : i + len(e)]) == e]  # fmt: skip
+        fits = [
+            len(e)
+            for e in lexicon.get(words[i], ())
+            if i + len(e) <= end and tuple(words[i : i + len(e)]) == e
+        ]
         found += [(i, i + max(fits))] if fits else []
         i += max(fits, default=1)
     return found
@@ -242,9 +245,15 @@ def span_scores(task: Task, gold: Sequence, predictions: Sequence) -> dict[str, 
     recall = right / wanted if wanted else 0.0
     words = sum(len(g) for g in gold)
     correct = sum(a == b for g, p in zip(gold, predictions) for a, b in zip(g, p))
-    return {"precision": precision, "recall": recall,
-            "f1": finetuning.f1_score(precision, recall), "accuracy": correct / max(words, 1),
-            "examples": wanted, "unit": task.unit, "positive": task.positive}  # fmt: skip
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": finetuning.f1_score(precision, recall),
+        "accuracy": correct / max(words, 1),
+        "examples": wanted,
+        "unit": task.unit,
+        "positive": task.positive,
+    }
 
 
 # ---- the datasets --------------------------------------------------------------------------------
@@ -254,8 +263,11 @@ def _encode(words: Sequence[str], mentions: Sequence[Span], tok, max_length: int
     """(example, words kept): a label per word on its first piece, [CLS] ... [SEP], truncated."""
     kept = [i for i, word in enumerate(words) if tok.tokenize(word)]  # a word of pieces
     new = {old: new for new, old in enumerate(kept)}
-    mentions = [(new[inside[0]], new[inside[-1]] + 1) for s, e in mentions
-                if (inside := [i for i in range(s, e) if i in new])]  # fmt: skip
+    mentions = [
+        (new[inside[0]], new[inside[-1]] + 1)
+        for s, e in mentions
+        if (inside := [i for i in range(s, e) if i in new])
+    ]
     pieces, labels, kept_words = [], [], []
     for i, label in zip(kept, bio(mentions, len(kept))):
         if len(pieces) >= max_length - 2:
@@ -265,9 +277,11 @@ def _encode(words: Sequence[str], mentions: Sequence[Span], tok, max_length: int
         labels += [label] + [IGNORE_INDEX] * (len(word_pieces) - 1)
         kept_words.append(words[i])
     input_ids, token_type_ids, _ = build_inputs(
-        tok.convert_tokens_to_ids(pieces[: max_length - 2]), None, tok.cls_token_id,
+        tok.convert_tokens_to_ids(pieces[: max_length - 2]),
+        None,
+        tok.cls_token_id,
         tok.sep_token_id,
-    )  # fmt: skip
+    )
     labels = [IGNORE_INDEX, *labels[: max_length - 2], IGNORE_INDEX]
     return {"input_ids": input_ids, "token_type_ids": token_type_ids, "labels": labels}, kept_words
 
@@ -393,8 +407,11 @@ def hand_label_agreement() -> dict[str, dict[str, float]]:
         ours = [set(getattr(s, label_set)) for s in sentences]
         right = sum(len(o & t) for o, t in zip(ours, theirs))
         precision, recall = right / sum(map(len, ours)), right / sum(map(len, theirs))
-        agreement[label_set] = {"precision": precision, "recall": recall,
-                                "f1": finetuning.f1_score(precision, recall)}  # fmt: skip
+        agreement[label_set] = {
+            "precision": precision,
+            "recall": recall,
+            "f1": finetuning.f1_score(precision, recall),
+        }
     agreement["counts"] = {"sentences": len(hand), "mentions": sum(map(len, theirs))}
     return agreement
 

@@ -136,9 +136,15 @@ def _encode(tokenizer, q: Question, max_length: int, stride: int) -> list:
             f"max_length {max_length} leaves {room} pieces for the context of question {q.id} "
             "(at least 8 are needed); use a larger max_length"
         )
-    return tokenizer(q.question, q.context, max_length=max_length, truncation="only_second",
-                     stride=min(stride, room // 2), return_overflowing_tokens=True,
-                     return_offsets_mapping=True)  # fmt: skip
+    return tokenizer(
+        q.question,
+        q.context,
+        max_length=max_length,
+        truncation="only_second",
+        stride=min(stride, room // 2),
+        return_overflowing_tokens=True,
+        return_offsets_mapping=True,
+    )
 
 
 def _answer_pieces(enc, text: str, start: int) -> tuple[int, int]:
@@ -209,8 +215,9 @@ def _sliding_window(train, dev: QADataset, test: QADataset, tokenizer) -> list[s
     """The sliding-window baseline, its longest answer (1 to 6 words) chosen on dev by F1."""
 
     def answers(data: QADataset, words: int) -> list[str]:
-        return [sliding_window(q.question, q.context, max_answer_words=words)
-                for q in data.questions]  # fmt: skip
+        return [
+            sliding_window(q.question, q.context, max_answer_words=words) for q in data.questions
+        ]
 
     gold = _gold_answers(dev)
     words = max(range(1, 7), key=lambda n: squad.evaluate(gold, answers(dev, n))["f1"])

@@ -61,12 +61,20 @@ def bert_pipeline_diagram() -> Figure:
     shared, pre, fine = "#c6dbef", "#c7e9c0", "#fdd0a2"
     stack = (  # (y, height, text): bottom to top, shared by both stages
         (0.02, 0.09, '"the bank raised its rates" + "it surprised markets"'),
-        (0.17, 0.1, "WordPiece: [CLS] the bank raised its rates [SEP] it surprised markets [SEP]\n"
-         "ids and segments (lesson 1)"),
+        (
+            0.17,
+            0.1,
+            "WordPiece: [CLS] the bank raised its rates [SEP] it surprised markets [SEP]\n"
+            "ids and segments (lesson 1)",
+        ),
         (0.33, 0.1, "embeddings: token + segment + position, LayerNorm (lesson 3)"),
-        (0.49, 0.16, "encoder: L x (multi-head self-attention (lesson 2), add & norm,\n"
-         "feed-forward, add & norm) (lesson 3)\none contextual vector per token"),
-    )  # fmt: skip
+        (
+            0.49,
+            0.16,
+            "encoder: L x (multi-head self-attention (lesson 2), add & norm,\n"
+            "feed-forward, add & norm) (lesson 3)\none contextual vector per token",
+        ),
+    )
     for i, (y, h, text) in enumerate(stack):
         _box(ax, 0.2, y, 0.6, h, text, "white" if i == 0 else shared)
         if i:
@@ -81,13 +89,27 @@ def bert_pipeline_diagram() -> Figure:
     for x, text, colour in heads:
         _box(ax, x, 0.76, 0.19, 0.11, text, colour, size=8.5)
         _arrow(ax, (0.5, top + 0.005), (x + 0.095, 0.755))
-    ax.text(0.235, 0.93, "1. pretraining: unlabelled Wikipedia, long, once",
-            ha="center", fontsize=10, color="darkgreen")  # fmt: skip
-    ax.text(0.775, 0.93, "2. fine-tuning: a few thousand labelled examples,\nshort, once per task",
-            ha="center", fontsize=10, color="saddlebrown")  # fmt: skip
+    ax.text(
+        0.235,
+        0.93,
+        "1. pretraining: unlabelled Wikipedia, long, once",
+        ha="center",
+        fontsize=10,
+        color="darkgreen",
+    )
+    ax.text(
+        0.775,
+        0.93,
+        "2. fine-tuning: a few thousand labelled examples,\nshort, once per task",
+        ha="center",
+        fontsize=10,
+        color="saddlebrown",
+    )
     ax.text(0.9, 0.4, "the same weights\nin both stages", ha="center", fontsize=9, style="italic")
-    ax.set_title("BERT: pretrain one encoder on raw text, then fine-tune it with a small new head",
-                 fontsize=11)  # fmt: skip
+    ax.set_title(
+        "BERT: pretrain one encoder on raw text, then fine-tune it with a small new head",
+        fontsize=11,
+    )
     return fig
 
 
@@ -112,11 +134,14 @@ def input_representation(tokens: Sequence[str], token_type_ids: Sequence[int]) -
     rows = [  # (label, text of column i, fill colour of column i)
         ("input", lambda i: tokens[i], lambda i: "white"),
         ("token\nembeddings", lambda i: "", lambda i: "#fde9c9"),  # E with the token below
-        ("segment\nembeddings", lambda i: "E$_A$" if token_type_ids[i] == 0 else "E$_B$",
-         lambda i: segment_colour[int(token_type_ids[i] != 0)]),
+        (
+            "segment\nembeddings",
+            lambda i: "E$_A$" if token_type_ids[i] == 0 else "E$_B$",
+            lambda i: segment_colour[int(token_type_ids[i] != 0)],
+        ),
         ("position\nembeddings", lambda i: f"E$_{{{i}}}$", lambda i: "#e4e4e4"),
         ("= input to\nthe encoder", lambda i: f"$e_{{{i}}}$", lambda i: "#f2f2f2"),
-    ]  # fmt: skip
+    ]
     fig, ax = plt.subplots(figsize=(min(0.95 * sum(widths) + 2.5, 18), 4.6))
     ys = [4.4, 3.0, 2.0, 1.0, -0.4]  # a gap above the sums and below the tokens
     for (label, text, colour), y in zip(rows, ys):
@@ -126,7 +151,7 @@ def input_representation(tokens: Sequence[str], token_type_ids: Sequence[int]) -
             ax.add_patch(
                 plt.Rectangle(
                     (centres[i] - w / 2, y - 0.32), w, 0.64, fc=colour(i), ec="#555555", lw=0.8
-                )  # fmt: skip
+                )
             )
             ax.text(centres[i], y, text(i), ha="center", va="center", fontsize=8.5)
             if label.startswith("token"):  # E, subscript the token (plain text: any token)
@@ -141,8 +166,11 @@ def input_representation(tokens: Sequence[str], token_type_ids: Sequence[int]) -
     ax.set_xlim(-2.2, centres[-1] + widths[-1] / 2 + 0.2)
     ax.set_ylim(-0.9, 4.9)
     ax.axis("off")
-    ax.set_title("BERT's input representation (the paper's figure 2): e_i = LayerNorm(token + "
-                 "segment + position); segment A blue, B green", fontsize=10)  # fmt: skip
+    ax.set_title(
+        "BERT's input representation (the paper's figure 2): e_i = LayerNorm(token + "
+        "segment + position); segment A blue, B green",
+        fontsize=10,
+    )
     fig.subplots_adjust(left=0.01, right=0.99, top=0.9, bottom=0.02)
     return fig
 
@@ -153,23 +181,32 @@ def encoder_layer_diagram() -> Figure:
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 5.4))
     attention, ffn, norm = "#c6dbef", "#fdd0a2", "#e5e5e5"
-    for ax, title, pre_ln in ((axes[0], "BERT's layer (post-LN)", False),
-                              (axes[1], "pre-LN (GPT-2 and most models since)", True)):  # fmt: skip
+    for ax, title, pre_ln in (
+        (axes[0], "BERT's layer (post-LN)", False),
+        (axes[1], "pre-LN (GPT-2 and most models since)", True),
+    ):
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.axis("off")
         ax.set_title(title, fontsize=11)
         h = 0.07  # box height
         if pre_ln:
-            blocks = [(0.10, "LayerNorm", norm), (0.21, "multi-head self-attention", attention),
-                      (0.32, "add", "white"), (0.45, "LayerNorm", norm),
-                      (0.56, "feed-forward: linear H->4H, GELU, linear 4H->H", ffn),
-                      (0.67, "add", "white")]  # fmt: skip
+            blocks = [
+                (0.10, "LayerNorm", norm),
+                (0.21, "multi-head self-attention", attention),
+                (0.32, "add", "white"),
+                (0.45, "LayerNorm", norm),
+                (0.56, "feed-forward: linear H->4H, GELU, linear 4H->H", ffn),
+                (0.67, "add", "white"),
+            ]
             skips = [(0.075, 0.32), (0.42, 0.67)]  # (from the arrow below, to the add box)
         else:
-            blocks = [(0.10, "multi-head self-attention", attention), (0.24, "add & LayerNorm", norm),
-                      (0.40, "feed-forward: linear H->4H, GELU, linear 4H->H", ffn),
-                      (0.54, "add & LayerNorm", norm)]  # fmt: skip
+            blocks = [
+                (0.10, "multi-head self-attention", attention),
+                (0.24, "add & LayerNorm", norm),
+                (0.40, "feed-forward: linear H->4H, GELU, linear 4H->H", ffn),
+                (0.54, "add & LayerNorm", norm),
+            ]
             skips = [(0.075, 0.24), (0.355, 0.54)]
         ax.text(0.45, 0.01, "x: (batch, seq, hidden)", ha="center", fontsize=9)
         previous = 0.04
@@ -182,8 +219,15 @@ def encoder_layer_diagram() -> Figure:
         for start, end in skips:  # the residual connections, drawn on the right
             ax.plot([0.45, 0.9, 0.9], [start, start, end + h / 2], color="tab:red", lw=1)
             _arrow(ax, (0.9, end + h / 2), (0.785, end + h / 2), c="tab:red")
-        ax.text(0.93, (skips[0][0] + skips[0][1]) / 2, "residual", rotation=90, color="tab:red",
-                fontsize=8.5, va="center")  # fmt: skip
+        ax.text(
+            0.93,
+            (skips[0][0] + skips[0][1]) / 2,
+            "residual",
+            rotation=90,
+            color="tab:red",
+            fontsize=8.5,
+            va="center",
+        )
     fig.tight_layout()
     return fig
 
@@ -196,13 +240,21 @@ def fine_tuning_diagram() -> Figure:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.6))
     pretrained, new = "#c6dbef", "#fdd0a2"
     panels = (
-        ("1. pretraining (lessons 4-5)", "Wikipedia: [CLS] A [SEP] B [SEP]",
-         "NSP head: linear, 2 classes", pretrained,
-         "millions of unlabelled sentences; lr ~1e-4, long"),
-        ("2. fine-tuning (this lesson)", 'a review: "[CLS] a gem of a film [SEP]"',
-         "classifier: dropout + linear, one\nlogit per label (new, random)", new,
-         "thousands of labelled snippets; every weight trained,\nlr 2e-5 to 5e-5, 2-4 epochs"),
-    )  # fmt: skip
+        (
+            "1. pretraining (lessons 4-5)",
+            "Wikipedia: [CLS] A [SEP] B [SEP]",
+            "NSP head: linear, 2 classes",
+            pretrained,
+            "millions of unlabelled sentences; lr ~1e-4, long",
+        ),
+        (
+            "2. fine-tuning (this lesson)",
+            'a review: "[CLS] a gem of a film [SEP]"',
+            "classifier: dropout + linear, one\nlogit per label (new, random)",
+            new,
+            "thousands of labelled snippets; every weight trained,\nlr 2e-5 to 5e-5, 2-4 epochs",
+        ),
+    )
     for ax, (title, inputs, head, head_colour, note) in zip(axes, panels):
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
@@ -214,7 +266,15 @@ def fine_tuning_diagram() -> Figure:
             ax, 0.1, 0.16, 0.8, 0.08, "WordPiece + token, segment, position embeddings", pretrained
         )
         _arrow(ax, (0.5, 0.25), (0.5, 0.29))
-        _box(ax, 0.1, 0.3, 0.8, 0.13, "encoder: N x (self-attention, add & norm,\nfeed-forward, add & norm)", pretrained)  # fmt: skip
+        _box(
+            ax,
+            0.1,
+            0.3,
+            0.8,
+            0.13,
+            "encoder: N x (self-attention, add & norm,\nfeed-forward, add & norm)",
+            pretrained,
+        )
         _arrow(ax, (0.7, 0.44), (0.7, 0.49))  # the [CLS] vector
         _box(ax, 0.5, 0.5, 0.4, 0.08, "pooler: dense + tanh on [CLS]", pretrained, size=8.5)
         _arrow(ax, (0.7, 0.59), (0.7, 0.64))
@@ -228,8 +288,10 @@ def fine_tuning_diagram() -> Figure:
         [0.08, 0.05, 0.05, 0.08], [0.16, 0.16, 0.58, 0.58], color="grey", lw=1, clip_on=False
     )
     right.text(0.03, 0.37, "copied from\npretraining", ha="right", va="center", fontsize=8)
-    handles = [Patch(fc=pretrained, ec="black", lw=0.8, label="weights learned in pretraining"),
-               Patch(fc=new, ec="black", lw=0.8, label="new weights, random at the start")]  # fmt: skip
+    handles = [
+        Patch(fc=pretrained, ec="black", lw=0.8, label="weights learned in pretraining"),
+        Patch(fc=new, ec="black", lw=0.8, label="new weights, random at the start"),
+    ]
     fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=8.5, frameon=False)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
@@ -353,8 +415,15 @@ def labelled_examples_curve(
         )
     for name, value in (baselines or {}).items():
         ax.axhline(value, ls=":" if "majority" in name else "--", color="grey", lw=1)
-        ax.text(0.01, value, name, va="bottom", fontsize=7, color="grey",
-                transform=ax.get_yaxis_transform())  # fmt: skip
+        ax.text(
+            0.01,
+            value,
+            name,
+            va="bottom",
+            fontsize=7,
+            color="grey",
+            transform=ax.get_yaxis_transform(),
+        )
     ax.set_xscale("log")
     ax.set_xlabel("labelled training examples")
     ax.set_ylabel("test accuracy")

@@ -58,8 +58,10 @@ def _heading(text: str) -> int:
 
 
 def _has_figure(cell: dict) -> bool:
-    return any("image/png" in o.get("data", {}) or "image/svg+xml" in o.get("data", {})
-               for o in cell.get("outputs", []))  # fmt: skip
+    return any(
+        "image/png" in o.get("data", {}) or "image/svg+xml" in o.get("data", {})
+        for o in cell.get("outputs", [])
+    )
 
 
 def _output_lines(cell: dict) -> int:

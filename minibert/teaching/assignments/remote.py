@@ -171,7 +171,7 @@ class Session:
         deadline = started + self.left()
         try:
             if op != "ready":
-                self.transport.send(worker.encode({"op": op, **message}, tensors or {}), deadline)  # fmt: skip
+                self.transport.send(worker.encode({"op": op, **message}, tensors or {}), deadline)
             while True:
                 reply, got = self.transport.receive(deadline)
                 if op == "call" and "callback" in reply:  # a lent helper, on the student's time
@@ -252,13 +252,19 @@ class Session:
     def get(self, name: str) -> tuple[bool, Any]:
         """(found, value) of a name in the student's module."""
         reply, tensors = self.request("get", {"name": name})
-        return ("missing" not in reply), (None if "missing" in reply else self._value(reply, tensors))  # fmt: skip
+        return ("missing" not in reply), (
+            None if "missing" in reply else self._value(reply, tensors)
+        )
 
     def call(self, handle: int, method: str | None, args: tuple, kwargs: dict) -> Any:
         """Call a remote object (or its method) with args; what it returned."""
         packer = worker.Packer(_handle_of)
-        message = {"target": handle, "method": method, "args": packer.pack(list(args)),
-                   "kwargs": packer.pack(kwargs)}  # fmt: skip
+        message = {
+            "target": handle,
+            "method": method,
+            "args": packer.pack(list(args)),
+            "kwargs": packer.pack(kwargs),
+        }
         return self._value(*self.request("call", message, packer.tensors))
 
     def make(self, kind: str, args: tuple) -> Any:
@@ -271,7 +277,9 @@ class Session:
         """Set attribute of a remote object to a proxy of helper, for this step only."""
         name = f"helper-{len(self.helpers)}"
         self.helpers[name] = helper
-        reply, tensors = self.request("lend", {"target": handle, "attribute": attribute, "helper": name})  # fmt: skip
+        reply, tensors = self.request(
+            "lend", {"target": handle, "attribute": attribute, "helper": name}
+        )
         if "ok" not in reply:
             self._value(reply, tensors)
 
@@ -307,8 +315,14 @@ class LocalTransport:
 
     def _ask(self, helper: str, args: tuple, kwargs: dict) -> Any:
         packer = worker.Packer()
-        message = {"callback": helper, "args": packer.pack(list(args)), "kwargs": packer.pack(kwargs)}  # fmt: skip
-        reply, tensors = _round_trip(self.session._serve(*_round_trip(worker.encode(message, packer.tensors))))  # fmt: skip
+        message = {
+            "callback": helper,
+            "args": packer.pack(list(args)),
+            "kwargs": packer.pack(kwargs),
+        }
+        reply, tensors = _round_trip(
+            self.session._serve(*_round_trip(worker.encode(message, packer.tensors)))
+        )
         if "value" not in reply:
             raise RuntimeError(str(reply.get("refused")))
         return worker.unpack(reply["value"], tensors, lambda tree: None)

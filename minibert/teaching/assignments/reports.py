@@ -38,7 +38,7 @@ def report(result: Grade, stream: Any = None) -> None:
         print(f"  {result.sandbox}", file=stream)
     if result.error:
         print(f"  error: {result.error}", file=stream)
-    untouched = bool(result.parts) and all("NotImplementedError" in p.message for p in result.parts)  # fmt: skip
+    untouched = bool(result.parts) and all("NotImplementedError" in p.message for p in result.parts)
     for p in result.parts:
         verdict = "PASS" if p.points == p.max_points else "NOT YET"
         message = "" if untouched else f" {p.message}"
@@ -65,8 +65,17 @@ def write_csv(results: Sequence[Grade], path: str | Path) -> None:
     writer.writerow(["folder", "assignment", *titles, "total", "max", "sandbox", "error"])
     for r in results:
         points = {p.title: p.points for p in r.parts}
-        writer.writerow([str(r.folder), r.assignment, *(points.get(t, "") for t in titles),
-                         r.points, r.max_points, r.sandbox, r.error or ""])  # fmt: skip
+        writer.writerow(
+            [
+                str(r.folder),
+                r.assignment,
+                *(points.get(t, "") for t in titles),
+                r.points,
+                r.max_points,
+                r.sandbox,
+                r.error or "",
+            ]
+        )
     atomic_write(path, table.getvalue())  # a failed write leaves the old file whole
 
 
@@ -74,7 +83,7 @@ def csv_problem(path: str | Path) -> str | None:
     """Why the CSV cannot be written at path (a folder, no such folder, not writable), or None."""
     target = Path(path)
     if target.is_dir():
-        return f"cannot write the CSV: {path} is a folder; give a file name, e.g. {target / 'grades.csv'}"  # fmt: skip
+        return f"cannot write the CSV: {path} is a folder; give a file name, e.g. {target / 'grades.csv'}"
     if target.exists() and not target.is_file():
         return f"cannot write the CSV: {path} is not a regular file"
     if target.is_file() and not _written_by_the_grader(target):

@@ -116,19 +116,24 @@ def _run_parts(
                 session, problem = _open(start, assignment, seconds)
                 if problem:
                     result.error = problem
-                    result.parts += [PartResult(p.title, 0, p.points, problem)
-                                     for p in assignment.parts[index:]]  # fmt: skip
+                    result.parts += [
+                        PartResult(p.title, 0, p.points, problem) for p in assignment.parts[index:]
+                    ]
                     break
             session.begin(seconds)
             passed, message = _check(part.check, session.module, seconds)
-            result.parts.append(PartResult(part.title, part.points if passed else 0, part.points, message))  # fmt: skip
+            result.parts.append(
+                PartResult(part.title, part.points if passed else 0, part.points, message)
+            )
     finally:
         if session is not None:
             session.close()
     return result
 
 
-def _check(check: Callable[[RemoteModule], tuple[bool, str]], module: RemoteModule, seconds: float) -> tuple[bool, str]:  # fmt: skip
+def _check(
+    check: Callable[[RemoteModule], tuple[bool, str]], module: RemoteModule, seconds: float
+) -> tuple[bool, str]:
     try:
         return check(module)
     except Stopped as exc:
@@ -139,7 +144,9 @@ def _check(check: Callable[[RemoteModule], tuple[bool, str]], module: RemoteModu
         return False, f"it raised {type(exc).__name__}: {exc}"
 
 
-def _open(start: Callable[[], Session], assignment: Assignment, seconds: float) -> tuple[Session, str | None]:  # fmt: skip
+def _open(
+    start: Callable[[], Session], assignment: Assignment, seconds: float
+) -> tuple[Session, str | None]:
     """A session with the student's file imported, or (the session, why the file did not import)."""
     session = start()
     file = assignment.file
@@ -155,11 +162,16 @@ def _open(start: Callable[[], Session], assignment: Assignment, seconds: float) 
     except Stopped as exc:
         return session, f"{file} does not import: {exc}"
     except _PartTimeout:
-        return session, f"{file} does not import: stopped after {seconds:g} s: is there an endless loop?"  # fmt: skip
+        return (
+            session,
+            f"{file} does not import: stopped after {seconds:g} s: is there an endless loop?",
+        )
     except Exception as exc:  # the student's exception, rebuilt
         where = f" (line {exc.lineno})" if type(exc).__name__ == "SyntaxError" else ""
         rule = ""
-        if type(exc).__name__ == "ModuleNotFoundError" and any(f"'{n}" in str(exc) for n in FORBIDDEN):  # fmt: skip
+        if type(exc).__name__ == "ModuleNotFoundError" and any(
+            f"'{n}" in str(exc) for n in FORBIDDEN
+        ):
             rule = (
                 f" (the rules forbid it: the grader runs the file without {', '.join(FORBIDDEN)})"
             )
@@ -224,7 +236,11 @@ class _LocalSession(Session):
         if self.left() <= 0:
             raise _PartTimeout
         quiet = _Capped()  # the student's prints and progress bars stay out of the report
-        with _time_limit(self.left()), contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):  # fmt: skip
+        with (
+            _time_limit(self.left()),
+            contextlib.redirect_stdout(quiet),
+            contextlib.redirect_stderr(quiet),
+        ):
             return super().request(op, message, tensors)  # it counts the time used
 
 
@@ -252,7 +268,7 @@ def grade(folder: str | Path, name: str | None = None, seconds: float = PART_SEC
 
 
 def _missing(assignment: Assignment, folder: Path, sandbox: str) -> Grade:
-    error = f"{folder / assignment.file} is missing; `minibert assignment new {assignment.name} DIR` writes it"  # fmt: skip
+    error = f"{folder / assignment.file} is missing; `minibert assignment new {assignment.name} DIR` writes it"
     parts = [PartResult(p.title, 0, p.points, error) for p in assignment.parts]
     return Grade(assignment.name, folder, parts, error, sandbox)
 
@@ -371,8 +387,14 @@ def _sandbox(bwrap: str, token: str, mounts: list[str] = ()) -> list[str]:
     /tmp comes before the system's binds, so that a Python installed under /tmp is bound on top
     of it rather than hidden by it.
     """
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", ENV_TOKEN: token,
-           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # fmt: skip
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": "/tmp",
+        "LANG": "C.UTF-8",
+        ENV_TOKEN: token,
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
     args = [bwrap, *_privileges(), "--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]
@@ -415,7 +437,9 @@ def _private_copy(folder: Path, into: Path) -> None:
             elif source.is_file():
                 total += source.stat().st_size
                 if total > COPY_BYTES:
-                    raise ValueError(f"{folder} holds more than {COPY_BYTES // 2**20} MB; keep only the code in it")  # fmt: skip
+                    raise ValueError(
+                        f"{folder} holds more than {COPY_BYTES // 2**20} MB; keep only the code in it"
+                    )
                 shutil.copyfile(source, there)
 
 
@@ -450,7 +474,9 @@ def _resident_bytes(root: int) -> int:
         for name in filter(str.isdigit, os.listdir("/proc")):
             with contextlib.suppress(OSError, ValueError, IndexError):
                 stat = Path(f"/proc/{name}/stat").read_bytes()  # pid (comm) state ppid ...
-                children.setdefault(int(stat[stat.rindex(b")") + 2 :].split()[1]), []).append(int(name))  # fmt: skip
+                children.setdefault(int(stat[stat.rindex(b")") + 2 :].split()[1]), []).append(
+                    int(name)
+                )
     page, total, todo = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096, 0, [root]
     while todo:
         pid = todo.pop()
@@ -478,8 +504,10 @@ class _MemoryWatch:
     def _watch(self, limit: int) -> None:
         while not self.done.wait(MEMORY_POLL) and self.child.poll() is None:
             if _resident_bytes(self.child.pid) > limit:
-                self.said = (f"it used more than the {self.megabytes:,} MB of memory a run may "
-                             "use beyond Python and torch (the grader's --memory-mb)")  # fmt: skip
+                self.said = (
+                    f"it used more than the {self.megabytes:,} MB of memory a run may "
+                    "use beyond Python and torch (the grader's --memory-mb)"
+                )
                 self.kill()
                 return
 
@@ -492,9 +520,14 @@ def _start_process(copy: Path, assignment: Assignment, memory_mb: int, sandboxed
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env.update({ENV_TOKEN: token, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
     child = subprocess.Popen(
-        _command(copy, memory_mb, token, sandboxed), cwd=copy, env=env, stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-    )  # fmt: skip
+        _command(copy, memory_mb, token, sandboxed),
+        cwd=copy,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     watch = _MemoryWatch(child, lambda: _kill_all(child, token), memory_mb)
 
     def kill() -> None:
@@ -524,7 +557,9 @@ def grade_isolated(
     The Grade's sandbox says "bubblewrap", or "not sandboxed: ..." with how to get one.
     """
     if seconds <= 0 or memory_mb < MIN_MEMORY_MB:
-        raise ValueError(f"seconds must be positive and memory_mb at least {MIN_MEMORY_MB}, got {seconds} and {memory_mb}")  # fmt: skip
+        raise ValueError(
+            f"seconds must be positive and memory_mb at least {MIN_MEMORY_MB}, got {seconds} and {memory_mb}"
+        )
     folder, assignment = _folder_and_assignment(folder, name)
     problem = sandbox_problem()
     sandbox = problem or "bubblewrap"
@@ -572,7 +607,9 @@ def grade_many(
         try:
             return grade_isolated(folder, name, seconds, memory_mb)
         except (ValueError, OSError) as exc:
-            return Grade("?", Path(folder), error=str(exc), sandbox=sandbox_problem() or "bubblewrap")  # fmt: skip
+            return Grade(
+                "?", Path(folder), error=str(exc), sandbox=sandbox_problem() or "bubblewrap"
+            )
 
     if jobs <= 1:  # in this thread: an interrupt stops grading at once
         yield from map(one, folders)

@@ -53,8 +53,18 @@ MAX_DEPTH = 32  # how deeply values may nest
 PLAIN = {type(None), bool, int, float, str}  # sent as themselves
 FILE_BYTES = 64 * 2**20  # the largest file the student's code may write
 FORBIDDEN = ("minibert", "transformers", "d2l")  # hold reference code; never importable here
-SAFE_DTYPES = {torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
-               torch.float16, torch.bfloat16, torch.float32, torch.float64}  # fmt: skip
+SAFE_DTYPES = {
+    torch.bool,
+    torch.uint8,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.float16,
+    torch.bfloat16,
+    torch.float32,
+    torch.float64,
+}
 
 
 # --- the wire format ---------------------------------------------------------------------------
@@ -88,7 +98,7 @@ class Packer:
             and value.dtype in SAFE_DTYPES
             and value.layout == torch.strided
         ):
-            return {"tensor": self.tensor(value)}  # fmt: skip
+            return {"tensor": self.tensor(value)}
         if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
             return {"ndarray": self.tensor(torch.from_numpy(np.ascontiguousarray(value)))}
         if isinstance(value, (np.bool_, np.integer, np.floating)):
@@ -96,7 +106,7 @@ class Packer:
         if isinstance(value, np.random.Generator) and isinstance(
             value.bit_generator, np.random.PCG64
         ):
-            return {"rng": value.bit_generator.state}  # fmt: skip
+            return {"rng": value.bit_generator.state}
         if type(value) is random.Random:  # Python's generator: its state, as getstate gives it
             version, state, gauss = value.getstate()
             return {"random": {"version": version, "state": list(state), "gauss": gauss}}
@@ -108,7 +118,9 @@ class Packer:
         return self.keep(value)
 
 
-def unpack(tree: Any, tensors: dict[str, torch.Tensor], resolve: Callable[[dict], Any], depth: int = 0) -> Any:  # fmt: skip
+def unpack(
+    tree: Any, tensors: dict[str, torch.Tensor], resolve: Callable[[dict], Any], depth: int = 0
+) -> Any:
     """A JSON tree -> the value; resolve turns a {"handle": ...} tree into an object.
 
     Raises ValueError for anything this format does not define (an unknown tag, an extra key, a
@@ -297,7 +309,11 @@ class Worker:
             if isinstance(value, (type, types.FunctionType))
             else None
         )
-        return {"handle": n, "type": type(value).__name__, "name": name if type(name) is str else None}  # fmt: skip
+        return {
+            "handle": n,
+            "type": type(value).__name__,
+            "name": name if type(name) is str else None,
+        }
 
     def answer(self, request: dict, tensors: dict) -> tuple[dict, dict]:
         """One reply (message, tensors) to one request; the student's code runs here."""
@@ -396,7 +412,11 @@ def main(argv: list[str]) -> None:
 
     def ask(helper: str, args: tuple, kwargs: dict) -> Any:
         packer = Packer()
-        message = {"callback": helper, "args": packer.pack(list(args)), "kwargs": packer.pack(kwargs)}  # fmt: skip
+        message = {
+            "callback": helper,
+            "args": packer.pack(list(args)),
+            "kwargs": packer.pack(kwargs),
+        }
         send(replies, encode(message, packer.tensors))
         reply, tensors = receive(requests)
         if "value" not in reply:

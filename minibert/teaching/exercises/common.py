@@ -51,8 +51,9 @@ def quietly() -> Iterator[None]:
 
 def report(name: str, problem: str | None, cases: int, passed: str | None = None) -> Result:
     """Print the verdict of one checker and return it (passed: the message of a pass, if not the usual)."""
-    result = Result(name, problem is None,
-                    problem or passed or f"matches the reference on {cases} cases.")  # fmt: skip
+    result = Result(
+        name, problem is None, problem or passed or f"matches the reference on {cases} cases."
+    )
     if not getattr(_quiet, "on", False):
         print(result)
     return result

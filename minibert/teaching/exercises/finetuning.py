@@ -165,8 +165,13 @@ def _loop_case(seed: int) -> tuple[list[dict], dict, int, float, int]:
         return {"input_ids": ids, "labels": (ids == 7).any(1).long()}
 
     steps = int(torch.randint(6, 13, (1,), generator=g))
-    return ([batch(8) for _ in range(steps)], batch(64), int(torch.randint(2, 4, (1,), generator=g)),
-            (3e-2, 1e-1)[seed % 2], int(torch.randint(1, 4, (1,), generator=g)))  # fmt: skip
+    return (
+        [batch(8) for _ in range(steps)],
+        batch(64),
+        int(torch.randint(2, 4, (1,), generator=g)),
+        (3e-2, 1e-1)[seed % 2],
+        int(torch.randint(1, 4, (1,), generator=g)),
+    )
 
 
 MISTAKES = ("decay_all", "warmup", "clip", "zero", "keep_copy", "ties_later")
@@ -181,8 +186,15 @@ def _reference_loop(model, batches, evaluate, lr, warmup_steps, eval_every, **mi
     unknown = set(mistake) - set(MISTAKES)
     if unknown:
         raise TypeError(f"no such mistake: {', '.join(sorted(unknown))}")
-    flags = {"decay_all": False, "warmup": True, "clip": True, "zero": True, "keep_copy": True,
-             "ties_later": False, **mistake}  # fmt: skip
+    flags = {
+        "decay_all": False,
+        "warmup": True,
+        "clip": True,
+        "zero": True,
+        "keep_copy": True,
+        "ties_later": False,
+        **mistake,
+    }
     decay_all, warmup, clip, zero = (
         flags["decay_all"],
         flags["warmup"],
@@ -231,16 +243,20 @@ def _run_loop(
     batches, dev, eval_every, lr, warmup = _loop_case(case)
     model = make("LoopClassifier", case)
     evaluate = make("DevAccuracy", dev["input_ids"], dev["labels"])
-    state, hint = call_safely(loop, model, [dict(b) for b in batches], evaluate, lr, warmup,
-                              eval_every, **mistake)  # fmt: skip
+    state, hint = call_safely(
+        loop, model, [dict(b) for b in batches], evaluate, lr, warmup, eval_every, **mistake
+    )
     return model, state, hint
 
 
 def _same(got: Any, case: int, mistake: dict) -> bool:
     """Whether got (a state dict) is what the reference loop with mistake returns on case."""
     _, variant, _ = _run_loop(_reference_loop, case, **mistake)
-    return (isinstance(got, dict) and got.keys() == variant.keys()
-            and all(torch.allclose(got[k], variant[k], atol=1e-5) for k in variant))  # fmt: skip
+    return (
+        isinstance(got, dict)
+        and got.keys() == variant.keys()
+        and all(torch.allclose(got[k], variant[k], atol=1e-5) for k in variant)
+    )
 
 
 def check_fine_tuning_loop(
@@ -269,13 +285,18 @@ def check_fine_tuning_loop(
         if len(evaluations) != len(range(eval_every, len(batches) + 1, eval_every)) + (
             len(batches) % eval_every != 0
         ):
-            return report(name, f"evaluate every {eval_every} steps and after the last step "
-                          f"({len(batches)} steps here): evaluate(model) was called {len(evaluations)} times.", case)  # fmt: skip
+            return report(
+                name,
+                f"evaluate every {eval_every} steps and after the last step "
+                f"({len(batches)} steps here): evaluate(model) was called {len(evaluations)} times.",
+                case,
+            )
         if any(evaluations):
             return report(name, "evaluate in eval mode (model.eval()): dropout must be off.", case)
         if not all(trained):
-            return report(name, "train in train mode: call model.train() again after evaluating.",
-                          case)  # fmt: skip
+            return report(
+                name, "train in train mode: call model.train() again after evaluating.", case
+            )
         if not isinstance(got, dict) or not all(isinstance(v, torch.Tensor) for v in got.values()):
             return report(name, "return the best evaluation's weights as a state dict.", case)
         _, want, _ = _run_loop(_reference_loop, case)
@@ -285,26 +306,34 @@ def check_fine_tuning_loop(
             continue
         mistakes = {
             "keep a copy of the best weights ({k: v.clone() for k, v in model.state_dict().items()}): "
-            "state_dict() returns the live tensors, which later steps change": dict(keep_copy=False),
-            "zero the gradients before each step: they add up across steps otherwise": dict(zero=False),
-            "clip the gradient's norm to 1.0 before each step (torch.nn.utils.clip_grad_norm_)": dict(clip=False),
+            "state_dict() returns the live tensors, which later steps change": dict(
+                keep_copy=False
+            ),
+            "zero the gradients before each step: they add up across steps otherwise": dict(
+                zero=False
+            ),
+            "clip the gradient's norm to 1.0 before each step (torch.nn.utils.clip_grad_norm_)": dict(
+                clip=False
+            ),
             "warm the learning rate up over warmup_steps, then decay it linearly to zero at the last "
             "step (a LambdaLR with training.linear_schedule)": dict(warmup=False),
             "no weight decay on biases and LayerNorm's weights (1-D parameters): two parameter "
             "groups": dict(decay_all=True),
             "on a tie keep the earlier evaluation (replace the best only when one is strictly "
             "better)": dict(ties_later=True),
-        }  # fmt: skip
+        }
         named = [text for text, flags in mistakes.items() if _same(got, case, flags)]
         if len(named) > 1:  # two mistakes give these weights here: the other cases tell them apart
             others = [(c, _run_loop(fn, c, make)[1]) for c in range(cases) if c != case]
-            named = [text for text in named
-                     if all(_same(mine, c, mistakes[text]) for c, mine in others)] or named  # fmt: skip
+            named = [
+                text for text in named if all(_same(mine, c, mistakes[text]) for c, mine in others)
+            ] or named
         if named:
             return report(name, named[0] + ".", case)
         worst = max(float((got[k] - want[k]).abs().max()) for k in want)
-        return report(name, f"the weights differ from the reference loop's by up to {worst:.3g}.",
-                      case)  # fmt: skip
+        return report(
+            name, f"the weights differ from the reference loop's by up to {worst:.3g}.", case
+        )
     return report(name, None, cases)
 
 
@@ -328,7 +357,7 @@ _SCHEDULE_MISTAKES = {  # a classic wrong schedule -> what it does wrong, as a h
     "the rate goes below 0 after total_steps: clamp it at 0": (
         lambda s, w, t: (s + 1) / w if s < w else (t - s) / max(1, t - w)
     ),
-}  # fmt: skip
+}
 
 
 def check_lr_schedule(fn: Callable[..., Any], cases: int = 12) -> Result:
@@ -361,6 +390,10 @@ def check_lr_schedule(fn: Callable[..., Any], cases: int = 12) -> Result:
             if all(abs(a - wrong(s, warmup, total)) < 1e-9 for a, s in zip(got, steps)):
                 return report(name, hint + ".", case)
         step = next(s for s in steps if abs(got[s] - want[s]) >= 1e-9)
-        return report(name, f"with warmup_steps={warmup}, total_steps={total}, step {step} "
-                      f"should give {want[step]:.4f}, got {got[step]:.4f}.", case)  # fmt: skip
+        return report(
+            name,
+            f"with warmup_steps={warmup}, total_steps={total}, step {step} "
+            f"should give {want[step]:.4f}, got {got[step]:.4f}.",
+            case,
+        )
     return report(name, None, cases)

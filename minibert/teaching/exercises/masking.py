@@ -55,8 +55,11 @@ def _proportion_problem(counts: dict[str, int], exact: bool) -> str | None:
                 "exactly max(1, round(0.15 * n)) per sequence (Google, minibert), or each token "
                 f"with probability 0.15 (Hugging Face); allowed +-{bound:.1%}."
             )
-    for what, key, p in (("[MASK]", "masked", 0.8), ("random", "randomised", 0.1),
-                         ("kept", "kept", 0.1)):  # fmt: skip
+    for what, key, p in (
+        ("[MASK]", "masked", 0.8),
+        ("random", "randomised", 0.1),
+        ("kept", "kept", 0.1),
+    ):
         bound = 5 * math.sqrt(p * (1 - p) / chosen)
         if abs(counts[key] / chosen - p) > bound:
             return (
@@ -103,12 +106,17 @@ def check_masking(fn: Callable[..., Any], sequences: int = 1500) -> Result:
         return report(name, problem, sequences)
     if not exact:
         chosen = counts["chosen"] / counts["candidates"]
-        return report(name, None, sequences, passed=(
-            f"right on {sequences} sequences. {chosen:.1%} of the tokens were chosen, "
-            "but not exactly max(1, round(0.15 * n)) per sequence as in minibert: a legitimate "
-            "variant (Hugging Face chooses each token with probability 0.15; Google counts [CLS] "
-            "and [SEP] in n)."
-        ))  # fmt: skip
+        return report(
+            name,
+            None,
+            sequences,
+            passed=(
+                f"right on {sequences} sequences. {chosen:.1%} of the tokens were chosen, "
+                "but not exactly max(1, round(0.15 * n)) per sequence as in minibert: a legitimate "
+                "variant (Hugging Face chooses each token with probability 0.15; Google counts [CLS] "
+                "and [SEP] in n)."
+            ),
+        )
     return report(name, None, sequences)
 
 

@@ -37,9 +37,13 @@ def _span_cases(g: random.Random, cases: int) -> list[tuple[list[float], list[fl
         # the answer is the last piece
         ([0.0, 1.0, 0.0, 0.5, 3.0], [0.0, 0.5, 1.0, 0.0, 3.0], 4, "last"),
         # a question and [SEP] at -inf (outside the context), every context logit below zero
-        ([NEG_INF, NEG_INF, NEG_INF, -3.0, -1.0, -2.0, -4.0, NEG_INF],
-         [NEG_INF, NEG_INF, NEG_INF, -2.0, -5.0, -1.5, -3.0, NEG_INF], 4, "forbidden"),
-    ]  # fmt: skip
+        (
+            [NEG_INF, NEG_INF, NEG_INF, -3.0, -1.0, -2.0, -4.0, NEG_INF],
+            [NEG_INF, NEG_INF, NEG_INF, -2.0, -5.0, -1.5, -3.0, NEG_INF],
+            4,
+            "forbidden",
+        ),
+    ]
     made = []
     for _ in range(cases - len(fixed)):
         n = g.randint(3, 16)
@@ -51,9 +55,16 @@ def _span_cases(g: random.Random, cases: int) -> list[tuple[list[float], list[fl
     return fixed + made
 
 
-def _span_hint(got: tuple[int, int], case: tuple, want: tuple[int, int]) -> str:
-    """What a wrong (start, end) most likely got wrong, for one case."""
-    start, end, longest, about = case
+def _span_hint(
+    got: tuple[int, int],
+    want: tuple[int, int],
+    start: list[float],
+    end: list[float],
+    longest: int,
+    about: str,
+) -> str:
+    """What a wrong (start, end) most likely got wrong, for one case (its logits, its longest
+    answer, what it is about)."""
     s, e = got
     n = len(start)
     argmaxes = (
@@ -107,7 +118,7 @@ def check_best_span(fn: Callable[..., Any], cases: int = 30) -> Result:
     name = "best span"
     g = random.Random(7)
     for case, item in enumerate(_span_cases(g, cases)):
-        start, end, longest, _ = item
+        start, end, longest, about = item
         want = _best_span(start, end, longest)
         got, hint = call_safely(fn, torch.tensor(start), torch.tensor(end), longest)
         if hint is not None:
@@ -119,7 +130,7 @@ def check_best_span(fn: Callable[..., Any], cases: int = 30) -> Result:
         if len(got) != 2:
             return report(name, f"return a pair (start, end), got {len(got)} values.", case)
         if got != want:
-            return report(name, _span_hint(got, item, want), case)
+            return report(name, _span_hint(got, want, start, end, longest, about), case)
     return report(name, None, cases)
 
 
@@ -165,8 +176,9 @@ def _bio_cases(g: random.Random, cases: int) -> list[list[str]]:
     made = []
     for _ in range(cases - len(fixed)):
         n = g.randint(1, 12)
-        made.append([g.choice(["O", "O", *(f"{p}-{t}" for p in "BI" for t in types)])
-                     for _ in range(n)])  # fmt: skip
+        made.append(
+            [g.choice(["O", "O", *(f"{p}-{t}" for p in "BI" for t in types)]) for _ in range(n)]
+        )
     return fixed + made
 
 
@@ -182,8 +194,9 @@ def check_repair_bio(fn: Callable[..., Any], cases: int = 40) -> Result:
         if hint is not None:
             return report(name, hint, case)
         if given != tags:
-            return report(name, "return a new list and leave the tags you were given as they were.",
-                          case)  # fmt: skip
+            return report(
+                name, "return a new list and leave the tags you were given as they were.", case
+            )
         if not isinstance(got, Sequence) or isinstance(got, str) or len(got) != len(tags):
             return report(name, f"return a list of one tag per input tag ({len(tags)} here).", case)
         got = list(got)
@@ -214,8 +227,26 @@ def check_repair_bio(fn: Callable[..., Any], cases: int = 40) -> Result:
 
 # ---- the answer over a context's windows, in characters ----------------------------------------
 
-_WORDS = ("river", "stone", "king", "Troy", "ship", "sailed", "fifty", "north", "oracle", "Argos",
-          "shield", "bronze", "gods", "city", "Achilles", "spear", "wall", "night")  # fmt: skip
+_WORDS = (
+    "river",
+    "stone",
+    "king",
+    "Troy",
+    "ship",
+    "sailed",
+    "fifty",
+    "north",
+    "oracle",
+    "Argos",
+    "shield",
+    "bronze",
+    "gods",
+    "city",
+    "Achilles",
+    "spear",
+    "wall",
+    "night",
+)
 
 
 def _windowed_case(g: random.Random, question: int, window: int, stride: int) -> tuple:
@@ -234,16 +265,27 @@ def _windowed_case(g: random.Random, question: int, window: int, stride: int) ->
         part = pieces[first : first + window]
         offsets = [None] * (question + 2) + [list(p) for p in part] + [None]
         n = len(offsets)
-        windows.append({"start_logits": [round(g.gauss(0, 2), 3) for _ in range(n)],
-                        "end_logits": [round(g.gauss(0, 2), 3) for _ in range(n)],
-                        "offsets": offsets})  # fmt: skip
+        windows.append(
+            {
+                "start_logits": [round(g.gauss(0, 2), 3) for _ in range(n)],
+                "end_logits": [round(g.gauss(0, 2), 3) for _ in range(n)],
+                "offsets": offsets,
+            }
+        )
         if first + window >= len(pieces):
             return context, windows
         first += window - stride
 
 
-def _answer(context: str, windows: Sequence[dict], longest: float, *, only_first: bool = False,
-            exclusive: bool = False, separately: bool = False) -> str:  # fmt: skip
+def _answer(
+    context: str,
+    windows: Sequence[dict],
+    longest: float,
+    *,
+    only_first: bool = False,
+    exclusive: bool = False,
+    separately: bool = False,
+) -> str:
     """The reference (and, with a flag, a mistake): the best start + end logit over every window's
     context pieces, start <= end < start + longest; ties keep the earliest window, start, end."""
     best, found = NEG_INF, ""
@@ -307,15 +349,23 @@ def check_answer_over_windows(fn: Callable[..., Any], cases: int = 30) -> Result
         if got == want:
             continue
         mistakes = {
-            "an answer ends at the end of its last piece: offsets[end][1], not offsets[end][0].":
-                dict(exclusive=True),
-            "search every window: a long context's answer may lie in a later one.":
-                dict(only_first=True),
+            "an answer ends at the end of its last piece: offsets[end][1], not offsets[end][0].": dict(
+                exclusive=True
+            ),
+            "search every window: a long context's answer may lie in a later one.": dict(
+                only_first=True
+            ),
             "you took the best start and the best end of a window separately; search pairs "
             "(start, end) with start <= end < start + max_answer_tokens.": dict(separately=True),
-        }  # fmt: skip
-        hint = next((h for h, flags in mistakes.items()  # a mistake that gives this answer here
-                     if got == _answer(context, windows, longest, **flags) != "" ), None)  # fmt: skip
+        }
+        hint = next(
+            (
+                h
+                for h, flags in mistakes.items()  # a mistake that gives this answer here
+                if got == _answer(context, windows, longest, **flags) != ""
+            ),
+            None,
+        )
         if hint is None and got == _answer(context, windows, float("inf")):
             hint = f"the answer may have at most max_answer_tokens = {longest} pieces."
         if hint is None and about == "question":
@@ -327,8 +377,9 @@ def check_answer_over_windows(fn: Callable[..., Any], cases: int = 30) -> Result
 # ---- SQuAD's F1 ----------------------------------------------------------------------------------
 
 
-def _f1_variant(prediction: str, truth: str, *, lower=True, punctuation=True, articles=True,
-                counts=True) -> float:  # fmt: skip
+def _f1_variant(
+    prediction: str, truth: str, *, lower=True, punctuation=True, articles=True, counts=True
+) -> float:
     """SQuAD v1.1's token F1 of one answer (the reference), or it with one step left out."""
     import re
     import string
@@ -360,8 +411,13 @@ def _f1_cases(g: random.Random, cases: int) -> list[tuple[str, str]]:
         ("theatre and anchor", "the atre"),  # articles only as whole words
     ]
     words = ["the", "a", "ship", "Ship", "ships,", "king", "Troy.", "of", "an", "fifty"]
-    made = [(" ".join(g.choices(words, k=g.randint(1, 6))), " ".join(g.choices(words, k=g.randint(1, 6))))
-            for _ in range(cases - len(fixed))]  # fmt: skip
+    made = [
+        (
+            " ".join(g.choices(words, k=g.randint(1, 6))),
+            " ".join(g.choices(words, k=g.randint(1, 6))),
+        )
+        for _ in range(cases - len(fixed))
+    ]
     return fixed + made
 
 
@@ -393,12 +449,21 @@ def check_squad_f1(fn: Callable[..., Any], cases: int = 40) -> Result:
             "count shared tokens as a multiset (collections.Counter's &), not a set: a word "
             "repeated in both counts as often as in the rarer": dict(counts=False),
         }
-        hint = next((h for h, flags in steps.items()
-                     if abs(got - _f1_variant(prediction, truth, **flags)) <= 1e-6), None)  # fmt: skip
+        hint = next(
+            (
+                h
+                for h, flags in steps.items()
+                if abs(got - _f1_variant(prediction, truth, **flags)) <= 1e-6
+            ),
+            None,
+        )
         if hint is None and not _f1_variant(prediction, truth) and abs(got - 1.0) <= 1e-6:
             hint = "when the texts share no token (or normalise to nothing), F1 is 0."
         if hint is None and abs(got - 100 * want) <= 1e-4:
             hint = "return F1 in [0, 1], not in percent."
-        return report(name, hint or f"for {prediction!r} against {truth!r}: expected {want:.4f}, "
-                      f"got {got:.4f}.", case)  # fmt: skip
+        return report(
+            name,
+            hint or f"for {prediction!r} against {truth!r}: expected {want:.4f}, got {got:.4f}.",
+            case,
+        )
     return report(name, None, cases)
