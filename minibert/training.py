@@ -144,6 +144,13 @@ class TrainOptions:
         check=POSITIVE_INT,
         resume="free",
     )
+    compile: bool = option(
+        False,
+        help="torch.compile the model for training (the first steps wait while it compiles, "
+        "about a minute on a CPU); off by default: a lesson's short run does not win the minute "
+        "back (benchmarks/results/cpu_levers.json)",
+        resume="free",
+    )
     precision: str = option(
         "fp32",
         help="fp32, or bf16: the forward in bfloat16 (torch.autocast; the weights, gradients and "
@@ -514,7 +521,8 @@ def _new_run(model: nn.Module, o: TrainOptions, device: torch.device) -> Run:
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: linear_schedule(s, warmup, o.steps)
     )
-    return Run(model, distributed.wrap(model), o, optimizer, schedule, _train_settings(o))
+    forward = torch.compile(model) if o.compile else model  # the same weights, compiled calls
+    return Run(model, distributed.wrap(forward), o, optimizer, schedule, _train_settings(o))
 
 
 def _to_boundary(run: Run, at: Position) -> bool:
@@ -562,9 +570,9 @@ def _forward_backward(
         batch = prebuilt[micro] if prebuilt else collate(draw(micro))
         count = label_counts(batch, losses)
         seen = add_counts(seen, count)
-        if device.type != "cpu" and hasattr(model, "check_batch"):  # what forward skips there
-            model.check_batch(batch)  # on the host, before the batch moves
-        batch = _to_device(batch, device)
+        if (device.type != "cpu" or o.compile) and hasattr(model, "check_batch"):
+            model.check_batch(batch)  # what forward skips there, on the host before it moves
+        batch = _to_device(_without_full_mask(batch), device)
         bf16 = torch.autocast(device.type, torch.bfloat16, enabled=o.precision == "bf16")
         with distributed.no_sync(forward, last=micro == o.grad_accum_steps - 1):
             with bf16:
@@ -586,6 +594,16 @@ def _forward_backward(
             "labels with IGNORE_INDEX"
         )
     return distributed.all_sum({"loss": loss_value})["loss"]  # the whole step's loss
+
+
+def _without_full_mask(batch: Any) -> Any:
+    """The batch without its attention_mask when the mask keeps every token (no padding): the
+    same attention, and on a GPU it lets SDPA choose its fastest kernel, which takes no mask.
+    Read on the host, before the batch moves (a device's tensor would stall the queue)."""
+    mask = batch.get("attention_mask") if isinstance(batch, dict) else None
+    if isinstance(mask, torch.Tensor) and mask.device.type == "cpu" and bool(mask.all()):
+        return {k: v for k, v in batch.items() if k != "attention_mask"}
+    return batch
 
 
 def _finish_step(run: Run, at: Position) -> None:
