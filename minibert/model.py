@@ -213,10 +213,17 @@ class BertPreTrainedModel(nn.Module):
 
     def check_batch(self, batch: dict[str, Any]) -> None:
         """The value checks forward skips on a device (ids and labels in range), on host tensors."""
-        check_inputs(self.config, batch["input_ids"], batch.get("token_type_ids"),
-                     batch.get("attention_mask"))  # fmt: skip
-        classes = {"labels": getattr(self.config, "num_labels", None),
-                   "mlm_labels": self.config.vocab_size, "next_sentence_label": 2}  # fmt: skip
+        check_inputs(
+            self.config,
+            batch["input_ids"],
+            batch.get("token_type_ids"),
+            batch.get("attention_mask"),
+        )
+        classes = {
+            "labels": getattr(self.config, "num_labels", None),
+            "mlm_labels": self.config.vocab_size,
+            "next_sentence_label": 2,
+        }
         if isinstance(self, BertForMaskedLM):
             classes["labels"] = self.config.vocab_size
         for name, size in classes.items():
@@ -319,8 +326,12 @@ def labelled_loss(logits: Tensor, labels: Tensor, name: str = "labels") -> Tenso
         )
     if not on_host(labels) or torch.compiler.is_compiling():  # no read back (check_batch)
         count = (labels != IGNORE_INDEX).sum().clamp(min=1)  # all ignored: 0 / 1, not NaN
-        loss = F.cross_entropy(logits.flatten(0, -2).float(), labels.flatten(), reduction="sum",
-                               ignore_index=IGNORE_INDEX)  # fmt: skip
+        loss = F.cross_entropy(
+            logits.flatten(0, -2).float(),
+            labels.flatten(),
+            reduction="sum",
+            ignore_index=IGNORE_INDEX,
+        )
         return loss / count
     bad = (labels != IGNORE_INDEX) & ((labels < 0) | (labels >= num_classes))
     if bool(bad.any()):
