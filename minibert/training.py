@@ -146,9 +146,9 @@ class TrainOptions:
     )
     compile: bool = option(
         False,
-        help="torch.compile the model for training (the first steps wait while it compiles, "
-        "about a minute on a CPU); off by default: a lesson's short run does not win the minute "
-        "back (benchmarks/results/cpu_levers.json)",
+        help="torch.compile the model for training (the first steps wait while it compiles: "
+        "up to a minute); off by default: on a CPU it bought nothing, and a GPU's figures are "
+        "still to be measured (benchmarks/results/cpu_levers.json, benchmarks/gpu_suite.py)",
         resume="free",
     )
     precision: str = option(
