@@ -90,7 +90,7 @@ LESSONS: tuple[Lesson, ...] = (
         "10_appendix_what_pretraining_buys.ipynb",
         "Appendix: what pretraining buys, the evidence",
         "lesson 8's evidence, read from the committed runs: the grid of domain (Wikipedia, reviews) crossed with task shape (a label per word, per text), every model against random weights of its size, fine-tuned, read from the mean and frozen, as plots; absolute scores beside the differences; every model against the rule built from the same labels, with paired intervals; runs at the trivial level marked; lesson 8's explanation of the reviews tested; what the evidence does not support; an aside on gradient accumulation that counts every labelled word once",
-        1.5,
+        1.0,
     ),
 )
 
