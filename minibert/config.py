@@ -45,7 +45,9 @@ ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {  # the feed-forward nonli
     "relu": F.relu,  # the original Transformer's (and d2l's BERT)
 }
 
-POOLINGS = ("cls", "mean")  # a sentence classifier's input: the pooled [CLS], or the tokens' mean
+# a sentence classifier's input: the pooled [CLS] (BERT's head), the tokens' mean, or the [CLS]
+# vector itself with no pooler (the first token's last hidden state: the pooling without the pooler)
+POOLINGS = ("cls", "mean", "first")
 
 # minibert field -> Hugging Face config.json key; read both ways by to_hf_config/from_hf_config
 HF_CONFIG_KEYS: dict[str, str] = {
@@ -96,7 +98,8 @@ class BertConfig:
     label_names: tuple[str, ...] | None = None  # index = label id; config.json's id2label
     # what a sentence classifier reads: "cls", the pooler on [CLS] (BERT's and transformers' head),
     # or "mean", the mean of the last layer's vectors over the real tokens (how MiniLM's sentence
-    # training pooled). transformers ignores the key: a "mean" folder's logits are minibert's only.
+    # training pooled), or "first", the last layer's [CLS] vector with no pooler dense + tanh.
+    # transformers ignores the key: a "mean" or "first" folder's logits are minibert's only.
     classifier_pooling: str = "cls"
 
     def __post_init__(self) -> None:

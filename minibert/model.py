@@ -456,7 +456,8 @@ def mean_pool(hidden: Tensor, attention_mask: Tensor | None = None) -> Tensor:
 
 class BertForSequenceClassification(BertPreTrainedModel):
     """Fine-tuning for a label per input (sentiment, entailment): dropout + linear on the pooler
-    (config.classifier_pooling "cls", BERT's head) or on the tokens' mean ("mean")."""
+    (config.classifier_pooling "cls", BERT's head), on the tokens' mean ("mean") or on the [CLS]
+    vector without the pooler ("first")."""
 
     label_losses = {"labels": "loss"}
 
@@ -482,6 +483,8 @@ class BertForSequenceClassification(BertPreTrainedModel):
         )
         if self.config.classifier_pooling == "mean":
             pooled = mean_pool(out.last_hidden_state, attention_mask)  # (batch, hidden)
+        elif self.config.classifier_pooling == "first":
+            pooled = out.last_hidden_state[:, 0]  # h_[CLS] with no pooler, (batch, hidden)
         else:
             pooled = out.pooler_output  # tanh(dense(h_[CLS])), (batch, hidden)
         logits = self.classifier(self.dropout(pooled))  # (batch, num_labels)

@@ -238,6 +238,31 @@ def test_a_mean_pooled_classifier_reads_the_real_tokens_mean(tiny_folder, tmp_pa
                  batch_size=16, steps=2, max_length=32, pooling="mean", progress=False)  # fmt: skip
 
 
+def test_a_first_token_classifier_reads_the_cls_vector_without_the_pooler(tiny_folder, tmp_path):
+    config = make_tiny_config(classifier_pooling="first", hidden_dropout=0.0, attention_dropout=0.0)
+    torch.manual_seed(0)
+    net = BertForSequenceClassification(config).eval()
+    ids = torch.tensor([[2, 7, 9, 3, 0, 0], [2, 5, 3, 0, 0, 0]])
+    with torch.no_grad():
+        out = net(ids, attention_mask=(ids != 0).long())
+        cls = out.last_hidden_state[:, 0]  # (2, 32), the pooler's input, not its output
+        torch.testing.assert_close(out.logits, net.classifier(cls))
+        assert not torch.allclose(out.logits, net.classifier(out.pooler_output))
+    out_dir = tmp_path / "first"
+    finetune(
+        out_dir,
+        model=tiny_folder,
+        train_examples=32,
+        batch_size=16,
+        steps=2,
+        max_length=32,
+        lr=1e-3,
+        pooling="first",
+        progress=False,
+    )
+    assert json.loads((out_dir / "config.json").read_text())["classifier_pooling"] == "first"
+
+
 def test_the_moved_measures_are_still_read_here():
     """The lessons read the paired statistics and the frozen features as finetuning.X."""
     from minibert import frozen_features, paired_statistics

@@ -198,9 +198,9 @@ class FinetuneOptions:
     )
     pooling: str = option(
         "cls",
-        help="what a sentence task's classifier reads: 'cls' (the pooler on [CLS], BERT's head) or "
-        "'mean' (the tokens' mean, as MiniLM's sentence training pooled; transformers cannot load "
-        "that head)",
+        help="what a sentence task's classifier reads: 'cls' (the pooler on [CLS], BERT's head), "
+        "'mean' (the tokens' mean, as MiniLM's sentence training pooled) or 'first' (the [CLS] "
+        "vector without the pooler); transformers cannot load the last two heads",
         check=one_of(*POOLINGS),
     )
     freeze_encoder: bool = option(
