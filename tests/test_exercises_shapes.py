@@ -196,6 +196,53 @@ def test_check_answer_over_windows(fn, passes, hint, capsys):
     assert hint in capsys.readouterr().out
 
 
+def answer_or_null_with(null_of=min, margin=True, none=False):
+    """A learner's answer_or_null: right by default, or with one typical mistake."""
+
+    def answer(context, windows, longest, null_margin):
+        text = answer_with()(context, windows, longest)
+        best = max(
+            w["start_logits"][s] + w["end_logits"][e]
+            for w in windows
+            for s, a in enumerate(w["offsets"])
+            for e, b in enumerate(w["offsets"])
+            if a and b and s <= e < s + longest
+        )
+        nulls = [w["start_logits"][0] + w["end_logits"][0] for w in windows]
+        null = nulls[0] if null_of == "first" else null_of(nulls)
+        if null - best > (null_margin if margin else 0.0):
+            return None if none else ""
+        return text
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    "fn, passes, hint",
+    [
+        (answer_or_null_with(), True, "PASS"),
+        (answer_or_null_with(null_of=max), False, "the least null score over every"),
+        (answer_or_null_with(null_of="first"), False, "the least null score over every"),
+        (answer_or_null_with(margin=False), False, "by more than null_margin"),
+        (answer_or_null_with(none=True), False, "not None"),
+        (lambda c, w, n, m: answer_with()(c, w, n), False, "compare the null score"),
+        (not_implemented, False, "NotImplementedError"),
+    ],
+)
+def test_check_answer_or_null(fn, passes, hint, capsys):
+    assert exercises.check_answer_or_null(fn).passed is passes
+    assert hint in capsys.readouterr().out
+
+
+def test_the_null_cases_hold_both_answers_and_no_answers():
+    """The checker's cases are not all one kind: some answer, some do not, at each margin."""
+    said = [
+        shapes._answer_or_null(c, w, n, m)
+        for c, w, n, m, _ in shapes._null_cases(random.Random(13), 30)
+    ]
+    assert 3 <= sum(a == "" for a in said) <= 27
+
+
 def test_the_windows_reference_is_minibert_decoding_window_by_window():
     for context, windows, longest, _ in shapes._windows_cases(random.Random(11), 30):
         best, text = None, ""

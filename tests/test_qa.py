@@ -50,15 +50,36 @@ def test_best_span_keeps_inside_the_context_orders_and_limits_length():
     assert inference.best_span(start, end, []) is None  # a window with no context piece
 
 
-def test_pairs_hold_one_positive_and_one_sharing_negative_per_question():
-    q = qa.Question("t-0-1", "T", "Paris is the capital. France is big. Cats sleep a lot.",
-                    "Which city is the French capital?", (("Paris", 0),))  # fmt: skip
-    made = qnli.pairs([q])
-    assert made[0] == (q.question, "Paris is the capital.", 1)
-    assert made[1][2] == 0 and made[1][1] in ("France is big.", "Cats sleep a lot.")
-    assert qnli.pairs([q]) == made  # seeded by the question's id
-    one = qa.Question("t-0-2", "T", "Paris is the capital.", "Which city?", (("Paris", 0),))
-    assert qnli.pairs([one]) == [("Which city?", "Paris is the capital.", 1)]
+def test_pairs_take_every_sentence_and_drop_the_low_overlap_ones():
+    context = "Paris is the capital. France is big. Cats sleep a lot. The French capital is old."
+    q = qa.Question("t-0-1", "T", context, "Which city is the French capital?", (("Paris", 0),))
+    # content words asked: city, french, capital; each sentence holds 1/3, 0, 0 and 2/3 of them
+    assert qnli.pairs([q], min_overlap=0.0) == [
+        (q.question, "Paris is the capital.", 1),
+        (q.question, "France is big.", 0),
+        (q.question, "Cats sleep a lot.", 0),
+        (q.question, "The French capital is old.", 0),
+    ]
+    assert qnli.pairs([q], min_overlap=0.3) == [
+        (q.question, "Paris is the capital.", 1),
+        (q.question, "The French capital is old.", 0),
+    ]
+    # a positive below the filter is removed too, as GLUE removed any low-overlap pair
+    assert qnli.pairs([q], min_overlap=0.5) == [(q.question, "The French capital is old.", 0)]
+    late = qa.Question("t-0-2", "T", context, q.question, (("old", context.index("old")),))
+    assert [y for _, _, y in qnli.pairs([late], min_overlap=0.0)] == [0, 0, 0, 1]
+
+
+def test_min_overlap_is_the_smallest_step_that_balances_the_training_pairs():
+    """The docstring's rule: the smallest multiple of 0.05 with at least half positives."""
+    train = qa.questions("train")
+
+    def positive_share(threshold: float) -> float:
+        made = qnli.pairs(train, min_overlap=threshold)
+        return sum(y for _, _, y in made) / len(made)
+
+    assert positive_share(qnli.MIN_OVERLAP) >= 0.5
+    assert positive_share(qnli.MIN_OVERLAP - 0.05) < 0.5
 
 
 def test_word_overlap_counts_content_words():

@@ -16,7 +16,7 @@ score ``result.passed`` and show ``result.message``.
 - ``finetuning`` (6): ``check_classification_head``, ``check_evaluation``,
   ``check_fine_tuning_loop``; ``check_lr_schedule`` (the finetuning assignment's);
 - ``shapes`` (7): ``check_best_span``, ``check_repair_bio``, ``check_answer_over_windows``,
-  ``check_squad_f1``;
+  ``check_answer_or_null``, ``check_squad_f1``;
 - ``what_pretraining_buys`` (8): ``check_opinion_scores``;
 - ``common``: ``Result``, ``report``, ``quietly`` (checkers that print nothing, for a grader),
   ``call_safely`` (a learner's call, its exception as a hint) and ``attention_problem`` (a
@@ -54,6 +54,7 @@ from minibert.teaching.exercises.finetuning import (
 from minibert.teaching.exercises.masking import check_mask_accuracy, check_masking, check_mlm_loss
 from minibert.teaching.exercises.nsp import check_nsp_loss, check_nsp_pairs, check_sop_pairs
 from minibert.teaching.exercises.shapes import (
+    check_answer_or_null,
     check_answer_over_windows,
     check_best_span,
     check_repair_bio,
@@ -70,6 +71,7 @@ __all__ = [
     "Result",
     "attention_problem",
     "call_safely",
+    "check_answer_or_null",
     "check_answer_over_windows",
     "check_attention",
     "check_best_span",

@@ -374,6 +374,100 @@ def check_answer_over_windows(fn: Callable[..., Any], cases: int = 30) -> Result
     return report(name, None, cases)
 
 
+# ---- no answer: the null span against the best span ----------------------------------------------
+
+
+def _answer_or_null(
+    context: str, windows: Sequence[dict], longest: int, margin: float, *, null_of: str = "min"
+) -> str:
+    """The reference (and, with null_of "max" or "first", a mistake): "" when the null score
+    (start + end logit at [CLS], position 0; the least over the windows) exceeds the best span's
+    score by more than margin, else the best span's text (``_answer``)."""
+    nulls = [w["start_logits"][0] + w["end_logits"][0] for w in windows]
+    null = {"min": min(nulls), "max": max(nulls), "first": nulls[0]}[null_of]
+    best, found = NEG_INF, ""
+    for w in windows:
+        inside = [i for i, o in enumerate(w["offsets"]) if o is not None]
+        for s in inside:
+            for e in (e for e in inside if s <= e < s + longest):
+                if w["start_logits"][s] + w["end_logits"][e] > best:
+                    best = w["start_logits"][s] + w["end_logits"][e]
+                    found = context[w["offsets"][s][0] : w["offsets"][e][1]]
+    return "" if null - best > margin else found
+
+
+def _null_cases(g: random.Random, cases: int) -> list[tuple[str, list[dict], int, float, str]]:
+    """(context, windows, max_answer_tokens, margin, what the case is about): planted, then random."""
+    made = []
+    for n, (context, windows, longest, _) in enumerate(_windows_cases(g, cases)):
+        about = ("all null", "one window answers", "margin", "random")[min(n, 3)]
+        margin = (0.0, 0.0, 3.0, g.choice((0.0, 1.0, -1.0, 2.5)))[min(n, 3)]
+        if about in ("all null", "margin"):  # [CLS] scores high in every window
+            for w in windows:
+                w["start_logits"][0] = w["end_logits"][0] = 7.0
+        if about == "margin":  # the null wins by less than the margin: the span is answered
+            for w in windows:
+                w["start_logits"][0] = w["end_logits"][0] = 0.0
+            top = max(  # the best span's score, then the null set 1 above it
+                w["start_logits"][s] + w["end_logits"][e]
+                for w in windows
+                for s, o in enumerate(w["offsets"])
+                for e, p in enumerate(w["offsets"])
+                if o is not None and p is not None and s <= e < s + longest
+            )
+            for w in windows:
+                w["start_logits"][0] = w["end_logits"][0] = (top + 1.0) / 2
+        if about == "random":  # [CLS] near the best spans' scores: some answer, some do not
+            for w in windows:
+                w["start_logits"][0] = w["end_logits"][0] = round(g.gauss(4.0, 1.5), 3)
+        if about == "one window answers":  # the first window says "no answer", the last does not
+            windows[0]["start_logits"][0] = windows[0]["end_logits"][0] = 9.0
+            windows[-1]["start_logits"][0] = windows[-1]["end_logits"][0] = -9.0
+        made.append((context, windows, longest, margin, about))
+    return made
+
+
+def check_answer_or_null(fn: Callable[..., Any], cases: int = 30) -> Result:
+    """Check ``fn(context, windows, max_answer_tokens, null_margin) -> str``: the answer's text, or
+    "" for no answer (SQuAD 2.0).
+
+    The windows are ``check_answer_over_windows``'s, with [CLS] at position 0. The null score of a
+    window is ``start_logits[0] + end_logits[0]``; the question's null score is the least over its
+    windows (one window that sees the answer is enough); the best span is found as in
+    ``check_answer_over_windows``. Return "" when null score - best span's score > null_margin.
+    """
+    name = "answer or no answer"
+    g = random.Random(13)
+    for case, (context, windows, longest, margin, about) in enumerate(_null_cases(g, cases)):
+        want = _answer_or_null(context, windows, longest, margin)
+        got, hint = call_safely(fn, context, [dict(w) for w in windows], longest, margin)
+        if hint is not None:
+            return report(name, hint, case)
+        if got is None:
+            return report(name, 'return "" for no answer, not None.', case)
+        if not isinstance(got, str):
+            return report(name, f"return a str, got {type(got).__name__}.", case)
+        if got == want:
+            continue
+        if got in (
+            _answer_or_null(context, windows, longest, margin, null_of="max"),
+            _answer_or_null(context, windows, longest, margin, null_of="first"),
+        ):
+            hint = (
+                "take the least null score over every window (not the largest, not the first "
+                "window's): one window that holds the answer is enough to answer."
+            )
+        elif about == "margin" and got == "":
+            hint = (
+                f"no answer only when the null score beats the best span by more than "
+                f"null_margin = {margin:g}."
+            )
+        elif about == "all null" and got:
+            hint = "compare the null score, start_logits[0] + end_logits[0], with the best span's."
+        return report(name, hint or f"expected {want!r}, got {got!r:.80}.", case)
+    return report(name, None, cases)
+
+
 # ---- SQuAD's F1 ----------------------------------------------------------------------------------
 
 
