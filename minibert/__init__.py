@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "BertForSequenceClassification": "model",
     "BertForTokenClassification": "model",
     "BertForQuestionAnswering": "model",
+    "BertForMultipleChoice": "model",
     # lesson 4: masked language modelling
     "fill_mask": "inference",
     "pretrain": "recipes",
@@ -42,6 +43,9 @@ _EXPORTS: dict[str, str] = {
     # lesson 7: tagging, sentence pairs and span question answering
     "tag": "inference",
     "answer": "inference",
+    # sentence vectors and search
+    "encode": "retrieval_encoders",
+    "search": "retrieval_index",
 }
 
 # the BERT library's modules (the teaching kit is one more: minibert.teaching)
@@ -65,6 +69,9 @@ _SUBMODULES = (
     "paired_statistics",
     "pretraining",
     "recipes",
+    "retrieval",
+    "retrieval_encoders",
+    "retrieval_index",
     "run_state",
     "squad",
     "tasks",

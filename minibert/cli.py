@@ -12,6 +12,7 @@ minibert sweep --lrs 1e-4 3e-4 1e-3 3e-3 --train-examples 256 --out runs/rt-lr  
 minibert classify runs/rt "a gem of a film" "a tedious mess"
 minibert tag runs/caps "the eiffel tower is in paris ."
 minibert answer runs/qa --question "who built the tower?" --context paragraph.txt
+minibert search minilm "who built the eiffel tower?"   # the closest Wikipedia paragraphs
 minibert assignment new attention hw1   # a graded assignment; then: minibert assignment grade hw1
 
 Each command's arguments are declared by the module that owns it: the recipes' options
@@ -78,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     import minibert
     from minibert import assets
     from minibert.commands import assets as assets_command
-    from minibert.commands import assignment, course, models
+    from minibert.commands import assignment, course, models, search
     from minibert.commands.flags import add_arguments
     from minibert.recipes import FinetuneOptions, PretrainOptions
 
@@ -114,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
         add(command := sub.add_parser(name, help=help_text))
         command.set_defaults(run=run)
     models.add_arguments(sub)  # fill-mask, classify, tag, answer
+    search.add_arguments(sub)  # search: an encoder finds Wikipedia paragraphs
     for name, options, help_text, out in (
         (
             "pretrain",

@@ -7,7 +7,8 @@ calling the library or the kit; errors become one line and an exit code.
   command is chosen by the folder's task or its config.json's architectures);
 - ``assets``: ``minibert fetch``, ``minibert assets list|verify|fetch|path``;
 - ``course``: ``minibert course`` (JupyterLab on the notebooks, or their student edition);
-- ``assignment``: ``minibert assignment list|new|grade``.
+- ``assignment``: ``minibert assignment list|new|grade``;
+- ``search``: ``minibert search`` (an encoder finds the Wikipedia paragraphs for a query).
 
 Each module is imported the first time it is used: ``minibert.commands.models``.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from minibert.utils import lazy_submodules
 
-__all__ = ["assets", "assignment", "course", "flags", "models"]
+__all__ = ["assets", "assignment", "course", "flags", "models", "search"]
 
 
 __getattr__, __dir__ = lazy_submodules(__name__, __all__)

@@ -1,0 +1,71 @@
+"""``minibert search``: an encoder finds the paragraphs of the course's Wikipedia for a query.
+
+    minibert search minilm "who painted the mona lisa?"
+    minibert search data/course_checkpoint "the capital of france" --pooling cls --top-k 3
+
+The first search with a folder encodes every paragraph (7,396) and keeps the index beside the
+folder; later ones read it (``minibert.retrieval_index``). Errors are one line and an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+
+from minibert.commands.flags import argparse_type
+from minibert.options import POSITIVE_INT
+
+SHOWN = 300  # characters of each paragraph printed
+
+
+def add_arguments(sub: argparse._SubParsersAction) -> None:
+    """The sub-command search."""
+    find = sub.add_parser(
+        "search", help="find the Wikipedia paragraphs closest to a query with an encoder"
+    )
+    find.add_argument(
+        "model",
+        help="the encoder: 'minilm', 'course' or a BERT folder (config.json and weights)",
+    )
+    find.add_argument("query", help="the query, in quotes: a question or a few words")
+    find.add_argument(
+        "--top-k",
+        type=argparse_type(int, POSITIVE_INT),
+        default=5,
+        help="how many paragraphs to print (default: 5)",
+    )
+    find.add_argument(
+        "--pooling",
+        choices=("mean", "cls"),
+        default="mean",
+        help="one vector per text: the mean of the last layer's tokens (default; MiniLM's) or "
+        "its [CLS] vector",
+    )
+    find.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print each hit: rank, score, article and paragraph, then the paragraph's start; the exit code."""
+    from minibert.retrieval_index import Searcher
+
+    if not args.query.strip():  # before loading anything: the answer is instant
+        return _error("the query is empty: give a question or a few words, in quotes", 2)
+    try:
+        hits = Searcher(args.model, args.pooling, quiet=False)(args.query, args.top_k)
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        return _error(exc, 2)
+    except (ValueError, KeyError, TypeError) as exc:  # the query, or a folder that is no BERT
+        return _error(f"cannot search with {args.model}: {exc}", 2)
+    except OSError as exc:
+        return _error(exc, 1)
+    for hit in hits:
+        where = f"{hit.title}, paragraph {hit.passage.paragraph + 1}"
+        print(f"{hit.rank}\t{hit.score:.3f}\t{where}")
+        print(textwrap.indent(textwrap.shorten(hit.text, SHOWN, placeholder=" ..."), "    "))
+    return 0
+
+
+def _error(problem: object, code: int) -> int:
+    print(f"minibert search: error: {problem}", file=sys.stderr)
+    return code

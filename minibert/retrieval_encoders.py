@@ -1,0 +1,197 @@
+"""BERT as a sentence encoder: one vector per text, from [CLS] or the mean of the tokens.
+
+    encoder = load_encoder("minilm")                 # 'minilm', 'course' or a model folder
+    vectors = encode(encoder, texts, pooling="mean")  # (texts, hidden), as MiniLM's card pools
+    white = Whitening.fit(vectors); white(vectors)   # Su et al., 2021: mean 0, covariance I
+    anisotropy(encoder, texts)                       # mean cosine of random pairs, per layer
+
+A raw BERT's vectors crowd into a narrow cone (Ethayarajh, 2019): two unrelated sentences have a
+high cosine, so cosine says little. Whitening removes the shared mean and evens out the
+directions; contrastive training (all-MiniLM-L6-v2's billion pairs) spreads them out by learning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from minibert import assets
+from minibert.frozen_features import sentence_features
+from minibert.model import BertModel, mean_pool
+from minibert.tokenization import BertTokenizer
+from minibert.utils import set_seed
+
+__all__ = [
+    "POOLINGS",
+    "Encoder",
+    "Whitening",
+    "anisotropy",
+    "encode",
+    "encoder_folder",
+    "layer_vectors",
+    "load_encoder",
+    "random_encoder",
+]
+
+POOLINGS = ("cls", "mean")  # the last layer's [CLS] vector, or the mean of its real tokens
+MAX_LENGTH = (
+    256  # pieces a text is cut to (all-MiniLM-L6-v2's max_seq_length), at most the positions
+)
+
+
+@dataclass
+class Encoder:
+    """A BertModel and its tokenizer, named (for tables and saved indexes), with a fingerprint of
+    its weights and configuration: an index built by other weights is stale."""
+
+    model: BertModel
+    tokenizer: BertTokenizer
+    name: str
+    folder: Path | None = None  # where it was loaded from (None: built in memory)
+
+    @property
+    def max_length(self) -> int:
+        """The pieces a text is cut to: MAX_LENGTH, or fewer where the model has fewer positions."""
+        return min(MAX_LENGTH, self.model.config.max_position_embeddings)
+
+    def fingerprint(self) -> str:
+        """A short hash of the weights, the configuration and the vocabulary."""
+        digest = hashlib.sha256()
+        digest.update(json.dumps(self.model.config.to_dict(), sort_keys=True).encode())
+        digest.update("\n".join(self.tokenizer.vocab).encode())
+        for name, tensor in sorted(self.model.state_dict().items()):
+            digest.update(name.encode())
+            digest.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+        return digest.hexdigest()[:16]
+
+
+def encoder_folder(name: str | Path) -> Path:
+    """The folder of an encoder: a course checkpoint by name ('course'), 'minilm', or a folder
+    of a BERT (config.json and weights); anything else is a FileNotFoundError saying so."""
+    if str(name) in assets.COURSE_CHECKPOINTS:
+        return assets.course_checkpoint(str(name))
+    if str(name) == "minilm":
+        return assets.path("minilm")
+    folder = Path(name)
+    weights = ("model.safetensors", "pytorch_model.bin")
+    if not folder.is_dir() or not (folder / "config.json").is_file():
+        raise FileNotFoundError(
+            f"{name} is not an encoder: expected 'minilm', "
+            f"{', '.join(map(repr, assets.COURSE_CHECKPOINTS))} or a BERT folder with config.json "
+            "and model.safetensors (as `minibert pretrain` or `finetune` writes)"
+        )
+    if not any((folder / w).is_file() for w in weights):
+        raise FileNotFoundError(
+            f"{name} is not an encoder: it has a config.json but no weights ({' or '.join(weights)})"
+        )
+    return folder
+
+
+def load_encoder(name: str | Path) -> Encoder:
+    """An encoder from a folder or a name ('minilm', 'course'), in evaluation mode (no dropout)."""
+    folder = encoder_folder(name)
+    model = BertModel.from_pretrained(folder).eval()  # a task model's folder: its encoder
+    label = str(name) if str(name) in ("minilm", *assets.COURSE_CHECKPOINTS) else folder.name
+    return Encoder(model, BertTokenizer.from_pretrained(folder), label, folder)
+
+
+def random_encoder(like: Encoder, seed: int = 0) -> Encoder:
+    """An encoder of the same size and vocabulary as like, with freshly initialised weights."""
+    set_seed(seed)
+    model = BertModel(like.model.config).eval()
+    return Encoder(model, like.tokenizer, f"random {like.name}-size (seed {seed})")
+
+
+def _as_encoder(encoder: Encoder | str | Path) -> Encoder:
+    return encoder if isinstance(encoder, Encoder) else load_encoder(encoder)
+
+
+def encode(
+    encoder: Encoder | str | Path,
+    texts: Sequence[str],
+    pooling: str = "mean",
+    batch_size: int = 64,
+) -> torch.Tensor:
+    """(texts, hidden) float32 sentence vectors: the last layer's [CLS] vector ('cls') or the mean
+    of its real tokens ('mean'), texts cut to the encoder's max_length pieces; texts of similar
+    length are batched together, in inference mode. encoder: an Encoder, a folder or a name."""
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of texts; for one text, encode([text])")
+    encoder = _as_encoder(encoder)
+    with torch.inference_mode():
+        return sentence_features(
+            encoder.model, encoder.tokenizer, texts, pooling, encoder.max_length, batch_size
+        )
+
+
+def layer_vectors(
+    encoder: Encoder, texts: Sequence[str], batch_size: int = 64, max_length: int | None = None
+) -> torch.Tensor:
+    """(layers + 1, texts, hidden): each text's mean-pooled vector after the embeddings (0) and
+    after each layer, in inference mode."""
+    if not texts:
+        raise ValueError("no texts to encode")
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths pad less
+    rows = []
+    with torch.inference_mode():
+        for start in range(0, len(texts), batch_size):
+            batch = encoder.tokenizer.encode_batch(
+                [texts[i] for i in order[start : start + batch_size]],
+                max_length=max_length or encoder.max_length,
+                truncation=True,
+            )
+            out = encoder.model(**batch, output_hidden_states=True)
+            mask = batch["attention_mask"]
+            rows.append(torch.stack([mean_pool(h, mask) for h in out.hidden_states]))
+    pooled = torch.cat(rows, dim=1)  # (layers + 1, texts, hidden), longest first
+    vectors = torch.empty_like(pooled)
+    vectors[:, torch.tensor(order)] = pooled  # back in the order of texts
+    return vectors
+
+
+def anisotropy(
+    encoder: Encoder, texts: Sequence[str], pairs: int = 2000, seed: int = 0
+) -> list[float]:
+    """The mean cosine of random pairs of different texts' mean-pooled vectors, after the
+    embeddings and after each layer (layers + 1 values): near 0 for directions spread evenly,
+    near 1 for vectors in a narrow cone."""
+    if len(texts) < 2 or pairs < 1:
+        raise ValueError(f"need at least 2 texts and 1 pair, got {len(texts)} and {pairs}")
+    vectors = torch.nn.functional.normalize(layer_vectors(encoder, texts), dim=-1)
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randint(len(texts), (pairs,), generator=g)
+    b = (a + torch.randint(1, len(texts), (pairs,), generator=g)) % len(texts)  # b != a
+    return [float(c) for c in (vectors[:, a] * vectors[:, b]).sum(-1).mean(1)]
+
+
+@dataclass(frozen=True)
+class Whitening:
+    """BERT-whitening (Su et al., 2021): x -> (x - mean) @ W, with W = U diag(1 / sqrt(s)) from the
+    SVD of the covariance of the vectors it was fitted on, so that they have mean 0 and identity
+    covariance; dims keeps the first (largest) directions only."""
+
+    mean: torch.Tensor  # (hidden,)
+    transform: torch.Tensor  # (hidden, dims)
+
+    @classmethod
+    def fit(cls, vectors: torch.Tensor, dims: int | None = None) -> Whitening:
+        """Fit on (n, hidden) vectors, e.g. every passage's; dims: directions kept (all: None)."""
+        if vectors.dim() != 2 or vectors.shape[0] < 2:
+            raise ValueError(f"vectors must be (n, hidden) with n >= 2, got {tuple(vectors.shape)}")
+        x = vectors.double()
+        mean = x.mean(0)
+        covariance = (x - mean).T @ (x - mean) / len(x)  # (hidden, hidden)
+        u, s, _ = torch.linalg.svd(covariance)
+        transform = u / s.clamp(min=1e-12).sqrt()  # (hidden, hidden): column j scaled by s_j^-1/2
+        return cls(mean.float(), transform[:, :dims].float())
+
+    def __call__(self, vectors: torch.Tensor) -> torch.Tensor:
+        """(n, hidden) -> (n, dims) whitened vectors."""
+        return (vectors - self.mean) @ self.transform

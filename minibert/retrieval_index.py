@@ -1,0 +1,201 @@
+"""The passage index: every paragraph's vector, built once, saved beside the encoder's folder, and
+searched by inner product (cosine: the vectors have length 1).
+
+    searcher = Searcher("minilm")                 # loads the encoder and its index (builds it once)
+    for hit in searcher("who wrote the declaration of independence?", top_k=5):
+        print(hit.rank, round(hit.score, 3), hit.title, hit.text[:80])
+    search("minilm", "who wrote ...")            # the same, in one call (mb.search)
+
+The saved index is a safetensors file beside the folder (``.FOLDER.wiki-search-POOLING
+.safetensors``, as the corpus reader keeps its parse beside the dump) that records the corpus
+version and the encoder's fingerprint; when either differs, the index is built again. Searching
+goes through faiss' flat inner-product index (``faiss.IndexFlatIP``) when faiss-cpu is installed,
+as a corpus past memory would need, and through a plain matrix product and top-k otherwise: the
+two give the same passages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from minibert.retrieval import Passage, corpus_version, wiki_passages
+from minibert.retrieval_encoders import POOLINGS, Encoder, encode, load_encoder
+from minibert.utils import atomic_write
+
+__all__ = ["Hit", "PassageIndex", "Searcher", "backends", "index_path", "passage_index", "search"]
+
+INDEX_KIND = "wiki-search"
+
+
+def backends() -> tuple[str, ...]:
+    """The search backends this environment has: 'torch' always, 'faiss' with faiss-cpu."""
+    return ("faiss", "torch") if importlib.util.find_spec("faiss") else ("torch",)
+
+
+@dataclass
+class PassageIndex:
+    """The passages' unit vectors (passages, hidden), with what made them: the corpus version, the
+    encoder's fingerprint and the pooling."""
+
+    vectors: torch.Tensor  # (passages, hidden) float32, each row of length 1
+    corpus: str
+    encoder: str
+    pooling: str
+    _faiss: Any = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, vectors: torch.Tensor, corpus: str, encoder: str, pooling: str) -> PassageIndex:
+        """An index of (passages, hidden) vectors, scaled to length 1 (inner product = cosine)."""
+        unit = torch.nn.functional.normalize(vectors.float(), dim=-1).contiguous()
+        return cls(unit, corpus, encoder, pooling)
+
+    def search(
+        self, queries: torch.Tensor, top_k: int = 5, backend: str | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(queries, hidden) vectors -> (queries, top_k) cosines and passage indices, best first;
+        backend 'faiss' (the default where installed) or 'torch'."""
+        backend = backend or backends()[0]
+        if backend not in backends():
+            raise ValueError(f"backend must be one of {backends()} here, got {backend!r}")
+        if queries.dim() != 2 or queries.shape[1] != self.vectors.shape[1]:
+            raise ValueError(
+                f"queries must be (queries, {self.vectors.shape[1]}), got {tuple(queries.shape)}"
+            )
+        top_k = min(top_k, len(self.vectors))
+        unit = torch.nn.functional.normalize(queries.float(), dim=-1)
+        if backend == "torch":
+            return (unit @ self.vectors.T).topk(top_k, dim=1)  # (queries, passages) -> top k
+        if self._faiss is None:
+            import faiss
+
+            self._faiss = faiss.IndexFlatIP(self.vectors.shape[1])
+            self._faiss.add(self.vectors.numpy())
+        scores, ids = self._faiss.search(unit.contiguous().numpy(), top_k)
+        return torch.from_numpy(scores), torch.from_numpy(ids).long()
+
+    def save(self, path: str | Path) -> Path:
+        """Write the vectors and what made them to a safetensors file, atomically."""
+        from safetensors.torch import save_file
+
+        metadata = {"corpus": self.corpus, "encoder": self.encoder, "pooling": self.pooling}
+        return atomic_write(path, lambda tmp: save_file({"vectors": self.vectors}, tmp, metadata))
+
+    @classmethod
+    def load(cls, path: str | Path) -> PassageIndex:
+        """Read an index written by save (a missing or unreadable file: OSError or ValueError)."""
+        from safetensors import SafetensorError, safe_open
+
+        try:
+            with safe_open(str(path), framework="pt") as f:
+                meta = f.metadata() or {}
+                vectors = f.get_tensor("vectors")
+        except SafetensorError as exc:
+            raise ValueError(f"{path} is not an index: {exc}") from None
+        if not {"corpus", "encoder", "pooling"} <= set(meta):
+            raise ValueError(f"{path} is not an index of ours: its metadata lacks what made it")
+        return cls(vectors, meta["corpus"], meta["encoder"], meta["pooling"])
+
+
+def index_path(folder: str | Path, pooling: str) -> Path:
+    """Where an encoder folder's index is kept: beside it, a hidden file named after it."""
+    folder = Path(folder).resolve()
+    return folder.parent / f".{folder.name}.{INDEX_KIND}-{pooling}.safetensors"
+
+
+def passage_index(
+    encoder: Encoder,
+    pooling: str = "mean",
+    passages: Sequence[Passage] | None = None,
+    quiet: bool = True,
+) -> PassageIndex:
+    """The index of the passages (wiki_passages() when not given) by this encoder and pooling:
+    read from beside the encoder's folder when its corpus version and encoder fingerprint are
+    these, else built (each passage encoded) and saved there (kept in memory only where the
+    folder is read-only, or for an encoder built in memory)."""
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    passages = wiki_passages() if passages is None else passages
+    version, fingerprint = corpus_version(passages), encoder.fingerprint()
+    path = index_path(encoder.folder, pooling) if encoder.folder is not None else None
+    if path is not None and path.is_file():
+        try:
+            kept = PassageIndex.load(path)
+            if (kept.corpus, kept.encoder, kept.pooling) == (version, fingerprint, pooling):
+                return kept
+        except (OSError, ValueError):
+            pass  # unreadable: built again below
+    if not quiet:
+        print(
+            f"building the index of {len(passages):,} passages with {encoder.name} "
+            f"({pooling} pooling), once{f'; kept in {path}' if path else ''}",
+            file=sys.stderr,
+        )
+    vectors = encode(encoder, [p.text for p in passages], pooling)
+    index = PassageIndex.of(vectors, version, fingerprint, pooling)
+    if path is not None:
+        with contextlib.suppress(OSError):  # a read-only folder: the index stays in memory
+            index.save(path)
+    return index
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One passage found: its rank (1 best), cosine score, index in the passages, and the passage."""
+
+    rank: int
+    score: float
+    index: int
+    passage: Passage
+
+    @property
+    def title(self) -> str:
+        return self.passage.title
+
+    @property
+    def text(self) -> str:
+        return self.passage.text
+
+
+class Searcher:
+    """An encoder, its passage index and the passages: call it with a query for the top hits."""
+
+    def __init__(
+        self,
+        encoder: Encoder | str | Path,
+        pooling: str = "mean",
+        passages: Sequence[Passage] | None = None,
+        quiet: bool = True,
+    ):
+        self.encoder = encoder if isinstance(encoder, Encoder) else load_encoder(encoder)
+        self.passages = wiki_passages() if passages is None else list(passages)
+        self.pooling = pooling
+        self.index = passage_index(self.encoder, pooling, self.passages, quiet)
+
+    def __call__(self, query: str, top_k: int = 5, backend: str | None = None) -> list[Hit]:
+        """The top_k passages for a query, best first."""
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError(f"the query is empty ({query!r}): give a question or a few words")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise ValueError(f"top_k must be a positive int, got {top_k!r}")
+        vector = encode(self.encoder, [query], self.pooling)  # (1, hidden)
+        scores, ids = self.index.search(vector, top_k, backend)
+        return [
+            Hit(rank, float(s), int(i), self.passages[int(i)])
+            for rank, (s, i) in enumerate(zip(scores[0], ids[0]), 1)
+        ]
+
+
+def search(
+    encoder: Encoder | str | Path, query: str, top_k: int = 5, pooling: str = "mean"
+) -> list[Hit]:
+    """The top_k paragraphs of the course's Wikipedia for a query, by an encoder (a folder, or
+    'minilm' or 'course'), best first; the index is built the first time, then read."""
+    return Searcher(encoder, pooling)(query, top_k)

@@ -1,0 +1,117 @@
+"""The passage index: saved beside its folder, reloaded, rebuilt when stale; faiss and torch find the
+same passages; search and `minibert search` on a small fixture, and bad input in one line."""
+
+import pytest
+import torch
+from conftest import cli
+from test_retrieval_encoders import tiny_encoder_folder
+
+import minibert
+from minibert import retrieval_index
+from minibert.retrieval import Passage
+from minibert.retrieval_encoders import load_encoder
+from minibert.retrieval_index import PassageIndex, Searcher, index_path, passage_index
+
+PASSAGES = [
+    Passage("Cats", 0, "the cat sat on the mat"),
+    Passage("Dogs", 0, "a dog sat on a log and the dog slept on the log all day"),
+    Passage("Pets", 0, "cats and dogs"),
+    Passage("Paris", 0, "the tower is in paris"),
+    Passage("Paris", 1, "paris"),
+]
+
+
+@pytest.fixture
+def folder(tmp_path):
+    return tiny_encoder_folder(tmp_path / "tiny")
+
+
+def test_the_index_is_saved_beside_the_folder_and_read_back(folder, monkeypatch):
+    encoder = load_encoder(folder)
+    built = passage_index(encoder, "mean", PASSAGES)
+    path = index_path(folder, "mean")
+    assert path.parent == folder.parent and path.name == ".tiny.wiki-search-mean.safetensors"
+    assert built.vectors.shape == (5, 32)
+    torch.testing.assert_close(built.vectors.norm(dim=1), torch.ones(5))
+
+    def no_encoding(*args, **kwargs):
+        raise AssertionError("a fresh index is read, not built again")
+
+    monkeypatch.setattr(retrieval_index, "encode", no_encoding)
+    again = passage_index(load_encoder(folder), "mean", PASSAGES)
+    assert torch.equal(again.vectors, built.vectors)
+    assert (again.corpus, again.encoder, again.pooling) == (built.corpus, built.encoder, "mean")
+
+
+def test_a_stale_index_is_built_again(folder, tmp_path):
+    encoder = load_encoder(folder)
+    first = passage_index(encoder, "mean", PASSAGES)
+    other_corpus = passage_index(encoder, "mean", PASSAGES[:4])  # another corpus version
+    assert other_corpus.vectors.shape[0] == 4 and other_corpus.corpus != first.corpus
+    assert PassageIndex.load(index_path(folder, "mean")).vectors.shape[0] == 4  # replaced
+    retrained = tiny_encoder_folder(folder, seed=1)  # other weights in the same folder
+    rebuilt = passage_index(load_encoder(retrained), "mean", PASSAGES[:4])
+    assert rebuilt.encoder != other_corpus.encoder
+    assert not torch.allclose(rebuilt.vectors, other_corpus.vectors)
+    index_path(folder, "mean").write_bytes(b"not safetensors")  # unreadable: built again
+    assert passage_index(load_encoder(folder), "mean", PASSAGES[:4]).vectors.shape == (4, 32)
+
+
+def test_a_file_that_is_not_an_index_is_refused(tmp_path):
+    (tmp_path / "x.safetensors").write_bytes(b"\x00" * 16)
+    with pytest.raises(ValueError, match="is not an index"):
+        PassageIndex.load(tmp_path / "x.safetensors")
+
+
+def test_faiss_and_torch_find_the_same_passages():
+    pytest.importorskip("faiss", reason="faiss-cpu is not installed (pip install -e '.[search]')")
+    g = torch.Generator().manual_seed(0)
+    index = PassageIndex.of(torch.randn(300, 16, generator=g), "corpus", "encoder", "mean")
+    queries = torch.randn(20, 16, generator=g)
+    faiss_scores, faiss_ids = index.search(queries, 10, backend="faiss")
+    torch_scores, torch_ids = index.search(queries, 10, backend="torch")
+    assert torch.equal(faiss_ids, torch_ids)
+    torch.testing.assert_close(faiss_scores, torch_scores, atol=1e-5, rtol=0)
+    assert retrieval_index.backends()[0] == "faiss"
+
+
+def test_search_finds_a_passage_by_its_own_text(folder):
+    searcher = Searcher(folder, "mean", PASSAGES)
+    for backend in retrieval_index.backends():
+        hits = searcher("the tower is in paris", top_k=3, backend=backend)
+        assert [h.rank for h in hits] == [1, 2, 3]
+        assert hits[0].passage == PASSAGES[3] and hits[0].score == pytest.approx(1.0, abs=1e-5)
+        assert hits[0].score >= hits[1].score >= hits[2].score
+    with pytest.raises(ValueError, match="the query is empty"):
+        searcher("   ")
+
+
+def test_mb_search_and_the_command_print_rank_score_and_article(folder, monkeypatch):
+    monkeypatch.setattr(retrieval_index, "wiki_passages", lambda: PASSAGES)
+    hits = minibert.search(folder, "a dog sat on a log and the dog slept on the log all day", 2)
+    assert hits[0].title == "Dogs" and len(hits) == 2
+    done = cli("search", str(folder), "the cat sat on the mat", "--top-k", "2")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("1\t1.000\tCats, paragraph 1")
+    assert lines[1] == "    the cat sat on the mat"
+    assert lines[2].startswith("2\t")
+
+
+@pytest.mark.parametrize("query", ["", "   "])
+def test_an_empty_query_is_one_line(folder, query):
+    done = cli("search", str(folder), query)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1
+    assert done.stderr.startswith("minibert search: error: the query is empty")
+
+
+def test_a_folder_that_is_not_an_encoder_is_one_line(tmp_path):
+    done = cli("search", str(tmp_path), "who built the tower?")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "is not an encoder" in done.stderr
+    (tmp_path / "config.json").write_text('{"hidden_size": "big"}')
+    (tmp_path / "model.safetensors").write_bytes(b"\x00" * 16)
+    done = cli("search", str(tmp_path), "who built the tower?")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"minibert search: error: cannot search with {tmp_path}")
