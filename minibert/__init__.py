@@ -43,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     # lesson 7: tagging, sentence pairs and span question answering
     "tag": "inference",
     "answer": "inference",
+    "choose": "tasks.swag",  # multiple choice (the paper's SWAG): its shape's own function
     # sentence vectors and search
     "encode": "retrieval_encoders",
     "search": "retrieval_index",

@@ -12,13 +12,14 @@ minibert sweep --lrs 1e-4 3e-4 1e-3 3e-3 --train-examples 256 --out runs/rt-lr  
 minibert classify runs/rt "a gem of a film" "a tedious mess"
 minibert tag runs/caps "the eiffel tower is in paris ."
 minibert answer runs/qa --question "who built the tower?" --context paragraph.txt
+minibert choose runs/swag "the tower was built in 1889 ." --choice "it is iron ." --choice "..."
 minibert search minilm "who built the eiffel tower?"   # the closest Wikipedia paragraphs
 minibert assignment new attention hw1   # a graded assignment; then: minibert assignment grade hw1
 
 Each command's arguments are declared by the module that owns it: the recipes' options
 (``recipes.PretrainOptions``, ``recipes.FinetuneOptions``, made flags by ``commands.flags``)
-and ``minibert.commands``' modules (assets, course, assignment, models: fill-mask, classify,
-tag, answer). This file only wires them to sub-commands.
+and ``minibert.commands``' modules (assets, course, assignment, models: fill-mask and each
+shape's command: classify, tag, answer, choose). This file only wires them to sub-commands.
 """
 
 from __future__ import annotations

@@ -569,3 +569,57 @@ class BertForQuestionAnswering(BertPreTrainedModel):
         return QuestionAnsweringOutput(
             **vars(out), start_logits=start_logits, end_logits=end_logits, loss=loss
         )
+
+
+class BertForMultipleChoice(BertPreTrainedModel):
+    """Multiple choice (the paper's SWAG, section 4.4): each choice is read with its context as
+    [CLS] context [SEP] choice [SEP]; one linear unit scores the choice's pooled [CLS] vector, and
+    a softmax over the choices gives their probabilities. Hugging Face's names and sizes."""
+
+    label_losses = {"labels": "loss"}  # the right choice of each item
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.bert = BertModel(config, init_weights=False)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.classifier = nn.Linear(config.hidden_size, 1)  # one score per choice
+        self.init_weights()
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        labels: Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> TaskOutput:
+        """input_ids, token_type_ids, attention_mask (batch, choices, seq); labels (batch,): the
+        right choice -> logits (batch, choices) and the loss; the encoder's outputs are those of
+        the (batch * choices) sequences."""
+        if not isinstance(input_ids, Tensor) or input_ids.dim() != 3:
+            got = tuple(input_ids.shape) if isinstance(input_ids, Tensor) else type(input_ids)
+            raise ValueError(
+                f"input_ids must be a tensor of shape (batch, choices, seq), got {got}; for one "
+                "item use input_ids.unsqueeze(0)."
+            )
+        choices = input_ids.shape[1]
+        flat = [None if t is None else t.flatten(0, 1) for t in (token_type_ids, attention_mask)]
+        out = self.bert(  # (batch * choices, seq) each
+            input_ids.flatten(0, 1), *flat, output_attentions, output_hidden_states
+        )
+        scores = self.classifier(self.dropout(out.pooler_output))  # (batch * choices, 1)
+        logits = scores.view(-1, choices)  # (batch, choices)
+        loss = None if labels is None else labelled_loss(logits, labels)
+        return TaskOutput(**vars(out), logits=logits, loss=loss)
+
+    def check_batch(self, batch: dict[str, Any]) -> None:
+        """The value checks forward skips on a device, the choices read as sequences."""
+        ids = batch["input_ids"]
+        if not isinstance(ids, Tensor) or ids.dim() != 3:
+            raise ValueError("input_ids must be a tensor of shape (batch, choices, seq)")
+        flat = {k: v.flatten(0, 1) for k, v in batch.items() if k != "labels"}
+        super().check_batch(flat)  # ids in range
+        labels = batch.get("labels")
+        if isinstance(labels, Tensor) and bool(((labels < 0) | (labels >= ids.shape[1])).any()):
+            raise ValueError(f"labels must lie in [0, {ids.shape[1]}) (one of the choices).")

@@ -1,5 +1,6 @@
-"""minibert.commands.models: fill-mask, classify, tag and answer; each registered task's folder
-answered by the command of its shape, and refused in one line by the others."""
+"""minibert.commands.models: fill-mask and each shape's command (classify, tag, answer, choose);
+each registered task's folder answered by the command of its shape, and refused in one line by
+the others."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ ARGS = {  # what each command is given
     "classify": ["a gem of a film"],
     "tag": ["the eiffel tower is in paris ."],
     "answer": ["--question", "who built the tower ?", "--context", CONTEXT],
-}
-COMMAND = {"text": "classify", "words": "tag", "span": "answer"}
+    "choose": ["the tower was built in 1889 .", "--choice", "it is made of iron .", "--choice",
+               "cats sleep a lot ."],
+}  # fmt: skip
+COMMAND = {name: shape.command.verb for name, shape in tasks.SHAPES.items()}  # the shape's own
 
 
 def _args(task, command: str) -> list[str]:
@@ -55,6 +58,7 @@ TEST_SCORES = {  # what `minibert finetune` reports of test, by the task's own n
     "rotten-tomatoes": "balanced accuracy",
     "capitalisation": "'capitalised': precision",
     "review-capitalisation": "'capitalised': precision",
+    "wiki-swag": "accuracy",  # the share of items whose right choice is picked
 }
 
 
@@ -62,7 +66,7 @@ TEST_SCORES = {  # what `minibert finetune` reports of test, by the task's own n
 def test_every_tasks_report_gives_its_test_scores_by_their_names(runs, name):
     lines = runs[name].report().splitlines()
     test = next(line for line in lines if line.startswith("test ("))
-    assert TEST_SCORES[name] in test and "F1" in test
+    assert TEST_SCORES[name] in test and ("F1" in test or tasks.get(name).shape == "choice")
     assert lines[-2].startswith("saved the fine-tuned model")
 
 
@@ -83,6 +87,9 @@ def test_every_tasks_folder_is_answered_by_the_command_of_its_shape(folders, nam
     lines = capsys.readouterr().out.splitlines()
     if command == "answer":  # the answer's text alone, then its probability and characters
         assert lines[0] in CONTEXT and lines[1].startswith("probability ")
+    elif command == "choose":  # each choice with its probability, the most probable first
+        assert sorted(line.split("\t")[1] for line in lines) == ["cats sleep a lot .",
+                                                                 "it is made of iron ."]  # fmt: skip
     else:
         labels = {line.split("\t")[0 if command == "classify" else 1] for line in lines}
         assert labels <= set(task.labels) and len(lines) == 1 + 6 * (command == "tag")
@@ -156,11 +163,14 @@ def test_52_empty_or_control_only_text_is_refused_by_every_command(folders, caps
     """classify "" answered "rotten 0.590" while tag and answer refused empty text."""
     rt, qnli = str(folders["rotten-tomatoes"]), str(folders["wiki-qnli"])
     caps, qa = str(folders["capitalisation"]), str(folders["wiki-qa"])
+    swag = str(folders["wiki-swag"])
     for command in (
         ["classify", rt, text],
         ["classify", qnli, "who built it ?", text],
         ["tag", caps, text],
         ["answer", qa, "--question", "who?", "--context", text],
+        ["choose", swag, text, "--choice", "it rained .", "--choice", "so ."],
+        ["choose", swag, "it rained .", "--choice", "so .", "--choice", text],
         ["fill-mask", str(assets.course_checkpoint()), text],
     ):
         _one_line(capsys, 2, "is empty (or only spaces and control characters)", cli.main(command))

@@ -536,3 +536,56 @@ def test_on_a_device_the_forward_reads_no_value_back(monkeypatch):
         model.check_batch(batch | {"input_ids": ids + TINY.vocab_size})
     with pytest.raises(ValueError, match="next_sentence_label must lie in"):
         model.check_batch(batch | {"next_sentence_label": torch.tensor([0, 2, 0])})
+
+
+# --- multiple choice (the paper's SWAG) --------------------------------------------------------
+
+
+def _choices(vocab=90, items=2, choices=4, seq=10):
+    """(items, choices, seq) inputs, some choices padded; and each item's right choice."""
+    g = torch.Generator().manual_seed(2)
+    ids = torch.randint(0, vocab, (items, choices, seq), generator=g)
+    types = torch.zeros_like(ids)
+    types[..., seq // 2 :] = 1
+    mask = torch.ones_like(ids)
+    mask[0, 1, seq - 3 :] = 0
+    mask[1, 3, 4:] = 0
+    return ids, types, mask, torch.tensor([2, 0])
+
+
+def test_multiple_choice_folder_loads_into_transformers_with_equal_logits(tmp_path):
+    from minibert.model import BertForMultipleChoice
+
+    torch.manual_seed(4)
+    cfg = BertConfig(vocab_size=90, hidden_size=36, num_layers=2, num_heads=6, intermediate_size=50)
+    ours = BertForMultipleChoice(cfg.replace(num_labels=1)).eval()
+    ours.save_pretrained(tmp_path)
+    theirs, info = transformers.BertForMultipleChoice.from_pretrained(
+        tmp_path, attn_implementation="eager", output_loading_info=True
+    )
+    assert not any(info.values()), info  # every weight by Hugging Face's names, none left over
+    ids, types, mask, labels = _choices()
+    with torch.no_grad():
+        a = theirs.eval()(input_ids=ids, token_type_ids=types, attention_mask=mask, labels=labels)
+        b = ours(ids, types, mask, labels=labels)
+    assert b.logits.shape == (2, 4)  # one score per choice
+    close(b.logits, a.logits)
+    close(b.loss, a.loss)
+    again = BertForMultipleChoice.from_pretrained(tmp_path).eval()  # and back
+    with torch.no_grad():
+        close(again(ids, types, mask).logits, b.logits)
+
+
+def test_multiple_choice_trains_every_parameter_and_refuses_two_dimensional_inputs():
+    from minibert.model import BertForMultipleChoice
+
+    torch.manual_seed(0)
+    model = BertForMultipleChoice(TINY).train()
+    ids, types, mask, labels = _choices(vocab=60)
+    model(ids, types, mask, labels=labels).loss.backward()
+    assert [n for n, p in model.named_parameters() if not p.grad.abs().sum() > 0] == []
+    assert model.classifier.out_features == 1  # whatever num_labels says: one score per choice
+    with pytest.raises(ValueError, match=r"shape \(batch, choices, seq\)"):
+        model(ids[0])
+    with pytest.raises(ValueError, match=r"labels must lie in \[0, 4\)"):
+        model.check_batch({"input_ids": ids, "labels": torch.tensor([4, 0])})

@@ -704,6 +704,35 @@ def gpu_suite(data: dict) -> Section:
     )
 
 
+def wiki_swag(data: dict) -> Section:
+    s = data["settings"]
+    rows = [[name, "-", pct(r["accuracy"])] for name, r in data["baselines"].items()]
+    rows += [[name, pct(r["dev_accuracy"]), pct(r["accuracy"])] for name, r in data["runs"].items()]
+    c = data["comparisons"]
+    pairs = [[f"minilm minus {c[k]['baseline']}", signed_interval(c[k], scale=100, digits=1),
+              p_value(c[k]["p"])] for k in ("minilm vs the better named baseline",
+                                            "minilm vs the best baseline")]  # fmt: skip
+    pairs.append(["course minus random weights",
+                  signed_interval(c["course vs random weights"], scale=100, digits=1),
+                  p_value(c["course vs random weights"]["p"])])  # fmt: skip
+    met = "met" if c["target_met"] else "missed"
+    return Section(
+        "Multiple choice: wiki-swag (the paper's SWAG)",
+        f"Which of four sentences of the same Wikipedia article follows a sentence: "
+        f"{s['items']['train']:,} training items, {s['items']['dev']:,} dev, {s['items']['test']:,} "
+        "test on the held-out articles (chance 25%). Each model fine-tuned once (seed "
+        f"{s['seed']}) on every training item, kept at its best dev accuracy; the baselines answer "
+        "the same test items. Paired differences in accuracy points with their 95% bootstrap "
+        "interval over the test items and a sign-flip p-value. Target: MiniLM at least "
+        f"{s['target_points']} points above the better of shared words and the course NSP head, "
+        f"interval above zero: {met}.",
+        "python benchmarks/wiki_swag.py",
+        table(["model or baseline", "dev", "test"], rows)
+        + "\n\n"
+        + table(["difference", "points [95% interval]", "p"], pairs),
+    )
+
+
 SECTIONS: dict[str, Callable[[dict], Section]] = {
     "model_throughput.json": model_throughput,
     "tokenizer_speed.json": tokenizer_speed,
@@ -730,6 +759,7 @@ SECTIONS: dict[str, Callable[[dict], Section]] = {
     "site_browser.json": site_browser,
     "slides_browser.json": slides_browser,
     "cpu_levers.json": cpu_levers,
+    "wiki_swag.json": wiki_swag,
 }
 # sections written before their file: gpu_suite.json comes from the first run on a lent GPU
 # (tests render it from a --smoke run); it moves into SECTIONS when the file is committed

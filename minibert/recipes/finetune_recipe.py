@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from minibert import distributed, finetuning, tasks
+from minibert import distributed, tasks
 from minibert.config import POOLINGS, BertConfig
 from minibert.options import (
     COUNT,
@@ -61,6 +61,7 @@ class FinetuneResult:
     seconds: float = 0.0
     selection: dict[str, Any] = field(default_factory=dict)  # measure, step, value, ties
     paused: bool = False  # stopped by stop_after: resume continues
+    task: str | None = None  # the task's name: its test line
 
     def report(self) -> str:
         """What ``minibert finetune`` prints at the end: the dev measure per evaluation, the
@@ -80,7 +81,7 @@ class FinetuneResult:
             f"kept step {chosen['step']:,}: dev {chosen['measure']} {chosen['value']:.4f}"
             + (ties if chosen["ties"] else "")
         )
-        lines.append(_test_line(self.test))
+        lines.append(_test_line(self.test, self.task))
         if chosen.get("trivial"):
             lines.append(
                 f"note: the kept evaluation is at the trivial level (dev {chosen['measure']} "
@@ -97,22 +98,12 @@ class FinetuneResult:
         return [h for h in self.history if any(k.startswith("eval_") for k in h)]
 
 
-def _test_line(t: dict[str, Any]) -> str:
-    """The test scores by the task's names: SQuAD's for a span, CoNLL's for mentions, or a
-    label's (accuracy, balanced accuracy, and precision, recall and F1 of its positive label)."""
-    head = f"test ({t['examples']:,} {t['unit']}s): "
-    if "exact_match" in t:
-        return head + f"exact match {t['exact_match']:.2f}, F1 {t['f1']:.2f} (SQuAD v1.1, percent)"
-    if "balanced_accuracy" not in t:
-        return head + (
-            f"span precision {t['precision']:.4f}, recall {t['recall']:.4f}, F1 {t['f1']:.4f} "
-            f"(CoNLL); per-word accuracy {t['accuracy']:.4f}"
-        )
-    return head + (
-        f"accuracy {t['accuracy']:.4f}, balanced accuracy {t['balanced_accuracy']:.4f}; "
-        f"{t['positive']!r}: precision {t['precision']:.4f}, recall {t['recall']:.4f}, "
-        f"F1 {t['f1']:.4f}"
-    )
+def _test_line(test: dict[str, Any], task: str | None) -> str:
+    """The test scores by the task's names (``Task.test_line``: its shape's line, or its own)."""
+    if task in tasks.TASKS:
+        return tasks.get(task).test_line(test)
+    head = f"test ({test['examples']:,} {test['unit']}s): "  # a result of no registered task
+    return head + tasks.shapes.label_line(test)
 
 
 def default_lr(config: BertConfig, task: tasks.Task | None = None) -> float:
@@ -295,7 +286,7 @@ def _finetune(
     started = start(o.train)
     tok = BertTokenizer.from_pretrained(source)
     config = BertConfig.from_hf_config(source).replace(
-        num_labels=len(spec.labels), label_names=spec.labels, classifier_pooling=o.pooling
+        num_labels=spec.head_size, label_names=spec.label_names, classifier_pooling=o.pooling
     )
     if o.pooling != "cls" and spec.shape != "text":
         raise ValueError(
@@ -317,7 +308,7 @@ def _finetune(
     if _keeps_state(o) and distributed.is_main():
         folder.run.mkdir(exist_ok=True)
         atomic_write(folder.run / "recipe.json", json.dumps(saved(o), indent=1) + "\n")
-    collate = lambda batch: finetuning.collate(batch, tok.pad_token_id)  # noqa: E731
+    collate = lambda batch: spec.collate(batch, tok.pad_token_id)  # noqa: E731  (its shape's)
     history = train(
         net,
         data[0],
@@ -418,7 +409,7 @@ def _finetune_results(
     files = {"history.json": history, "results.json": results}
     folder.put_in_place(model_files(net, trained.tok, files), by="minibert finetune")
     seconds = time.perf_counter() - started
-    return FinetuneResult(folder.path, history, dev, test, seconds, selection)
+    return FinetuneResult(folder.path, history, dev, test, seconds, selection, task=o.task)
 
 
 def _classifier(o: FinetuneOptions, spec: tasks.Task, source: Path, config: BertConfig):
@@ -432,8 +423,8 @@ def _classifier(o: FinetuneOptions, spec: tasks.Task, source: Path, config: Bert
     else:  # a new classifier of the task's size, unless the folder holds one already
         net = spec.model_class.from_pretrained(
             source,
-            num_labels=len(spec.labels),
-            label_names=spec.labels,
+            num_labels=spec.head_size,  # its shape's: one per label, or one score per choice
+            label_names=spec.label_names,
             classifier_pooling=o.pooling,
             **drop,
         )

@@ -276,5 +276,5 @@ def _finished(folder: Path, o: FinetuneOptions) -> FinetuneResult:
         )
     dev, test = record.get("dev", {}), record.get("test", {})
     return FinetuneResult(
-        folder, history, dev, test, record.get("seconds", 0.0), record["selection"]
+        folder, history, dev, test, record.get("seconds", 0.0), record["selection"], task=o.task
     )

@@ -10,7 +10,9 @@ and use.
     tasks.of_folder("runs/rt")                     # the task a fine-tuned folder was trained on
 
 What a task declares (``registry.Task``): its labels, its shape ("text": a label per text, or per
-text pair; "words": a label per word), its model class, its training measures (``metrics``,
+text pair; "words": a label per word; "span": a span of a context; "choice": one of several
+choices), whose ``shapes.Shape`` brings the model class, head size, collate, predictions, result
+line and command, its training measures (``metrics``,
 summed by the loop), the dev measure that picks the best evaluation (``selection``, with its
 direction: not accuracy, which a model answering the majority label everywhere can win on an
 imbalanced dev set), the final scores (``scores``), the unit they count and its baselines.
@@ -18,12 +20,13 @@ imbalanced dev set), the final scores (``scores``), the unit they count and its 
 (``minibert classify``, ``minibert tag``) and the fine-tuning benchmark read everything else from
 here. A new task is one module here: a function that returns its three datasets and one
 ``register(Task(...))`` call (``reviews.py``, ``capitalisation.py``, ``qa.py``, ``qnli.py``),
-imported below; a new input shape is one ``register_shape`` (``qa.py``'s span of a context).
+imported below; a new input shape is one ``register_shape`` in its task module (``qa.py``'s span
+of a context, ``swag.py``'s multiple choice) and, in ``model.py``, its head.
 """
 
 from __future__ import annotations
 
-from minibert.tasks import capitalisation, mentions, qa, qnli, reviews  # noqa: E402, F401  (each registers its tasks)
+from minibert.tasks import capitalisation, mentions, qa, qnli, reviews, swag  # noqa: E402, F401  (each registers its tasks)
 from minibert.tasks.registry import (
     SHAPES,
     TASKS,

@@ -72,6 +72,7 @@ __all__ = [
     "anchor_lexicon",
     "bio",
     "capitalised_runs",
+    "conll_line",
     "hand_label_agreement",
     "mention_sentences",
     "span_counts",
@@ -416,6 +417,14 @@ def hand_label_agreement() -> dict[str, dict[str, float]]:
     return agreement
 
 
+def conll_line(t: dict) -> str:
+    """The test line of span scores: CoNLL's span precision, recall and F1, and word accuracy."""
+    return (
+        f"span precision {t['precision']:.4f}, recall {t['recall']:.4f}, F1 {t['f1']:.4f} "
+        f"(CoNLL); per-word accuracy {t['accuracy']:.4f}"
+    )
+
+
 WIKI_MENTIONS = register(
     Task(
         name="wiki-mentions",
@@ -432,5 +441,6 @@ WIKI_MENTIONS = register(
             Baseline("capitalised runs", capitalised_runs),
         ),
         score=span_scores,
+        result_line=conll_line,
     )
 )

@@ -27,9 +27,10 @@ from typing import Any
 
 import torch
 
-from minibert import corpora, squad
+from minibert import corpora, inference, squad
 from minibert.inference import best_span
 from minibert.model import BertForQuestionAnswering
+from minibert.options import POSITIVE_INT
 from minibert.tasks.qa_baselines import best_sentence, sliding_window
 from minibert.tasks.registry import (
     Baseline,
@@ -40,6 +41,7 @@ from minibert.tasks.registry import (
     register_shape,
     subset,
 )
+from minibert.tasks.shapes import Argument, Command, CommandError
 from minibert.training import evaluate
 
 __all__ = [
@@ -184,7 +186,84 @@ def _gold_answers(data: QADataset) -> list[list[str]]:
     return [[text for text, _ in q.answers] for q in data.questions]
 
 
-SPAN = register_shape(Shape("span", BertForQuestionAnswering, _predict_answers, _gold_answers))
+def _squad_line(t: dict[str, Any]) -> str:
+    """The test line of a span: SQuAD v1.1's exact match and F1."""
+    return f"exact match {t['exact_match']:.2f}, F1 {t['f1']:.2f} (SQuAD v1.1, percent)"
+
+
+def _answer(args: Any, model: Any, tok: Any, task: Task | None) -> list[str]:
+    """The answer's text alone on the first line, then its probability and characters."""
+    context = _text_or_file(args.context)
+    length = args.max_length or _trained_length(args.model)
+    found = inference.answer(model, tok, args.question, context, length, length // 4)
+    return [
+        found.text,
+        f"probability {found.probability:.3f}\tcharacters {found.start}-{found.end}",
+    ]
+
+
+def _text_or_file(value: str) -> str:
+    """--context: the text of the file of that name when one exists, else the value itself (a
+    paragraph pasted in quotes); a folder, or what can only be a missing file's name, refused."""
+    path = Path(value)
+    if not value.strip() or "\0" in value:  # not a file's name ("" is "."): a text, checked later
+        return value
+    try:
+        if path.is_file():
+            try:
+                return path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise CommandError(f"cannot read the context file {value}: {exc}", 2) from None
+        if path.is_dir():
+            raise CommandError(f"--context {value} is a folder; give a text or a file", 2)
+    except OSError:  # a name too long for a file (ENAMETOOLONG): a text
+        return value
+    if not any(c.isspace() for c in value) and path.suffix in (".txt", ".md", ".text"):
+        raise CommandError(f"--context: no file {value}; give an existing file or a text", 2)
+    return value
+
+
+def _trained_length(folder: str) -> int:
+    """The window length a folder was fine-tuned with (results.json), else 384."""
+    try:
+        results = json.loads((Path(folder) / "results.json").read_text(encoding="utf-8"))
+        return int(results["options"]["max_length"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 384
+
+
+ANSWER = Command(
+    "answer",
+    "answer a question with a span of a context",
+    "a folder written by `minibert finetune --task wiki-qa`",
+    "answers a question with a span of a context",
+    (
+        Argument("--question", "the question, in quotes", required=True),
+        Argument(
+            "--context",
+            "the context to answer from: a text in quotes, or a file",
+            required=True,
+            metavar="TEXT_OR_FILE",
+        ),
+        Argument(
+            "--max-length",
+            "pieces per window (default: the folder's training length)",
+            kind=int,
+            check=POSITIVE_INT,
+        ),
+    ),
+    _answer,
+)
+SPAN = register_shape(
+    Shape(
+        "span",
+        BertForQuestionAnswering,
+        _predict_answers,
+        _gold_answers,
+        result_line=_squad_line,
+        command=ANSWER,
+    )
+)
 
 
 def window_metrics(batch: dict[str, torch.Tensor], out: Any) -> dict[str, tuple[int, int]]:

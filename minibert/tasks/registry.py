@@ -1,4 +1,7 @@
-"""What a fine-tuning task is (``Task``, its ``Selection`` and its baselines) and the registry."""
+"""What a fine-tuning task is (``Task``, its ``Selection`` and its baselines) and the registry.
+
+A task names its shape (``shapes.Shape``: model class, head size, collate, predictions, result
+line, command) and brings its data, measures and baselines."""
 
 from __future__ import annotations
 
@@ -10,9 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from minibert import finetuning
-from minibert.config import IGNORE_INDEX
-from minibert.model import BertForSequenceClassification, BertForTokenClassification
-from minibert.training import evaluate
+from minibert.tasks.shapes import SHAPES, Shape, register_shape
 
 __all__ = [
     "Loader",
@@ -31,59 +32,6 @@ __all__ = [
     "label_scores",
     "subset",
 ]
-
-
-@dataclass(frozen=True)
-class Shape:
-    """What a task's input and answer look like: its model class, what it predicts for each
-    item of a dataset (``predict``, in the data's order) and the gold answers (``gold``)."""
-
-    name: str
-    model_class: type
-    predict: Callable[[Any, Sequence, Callable], list]  # (net, data, collate) -> one per item
-    gold: Callable[[Sequence], list]  # data -> one per item, as predict gives them
-
-
-def _text_labels(data: Sequence) -> list[int]:
-    """Each text's (or pair's) label."""
-    return [data[i]["labels"] for i in range(len(data))]
-
-
-def _word_labels(data: Sequence) -> list[list[int]]:
-    """Each text's labels at its labelled pieces (a word's first piece), in order."""
-    return [[y for y in data[i]["labels"] if y != IGNORE_INDEX] for i in range(len(data))]
-
-
-def _predict_labels(net: Any, data: Sequence, collate: Callable) -> list:
-    """The argmax label of each text, or of each labelled piece of each text, in data's order."""
-    order = sorted(range(len(data)), key=lambda i: -len(data[i]["input_ids"]))  # less padding
-    found: list = []
-
-    def collect(batch: dict, out: Any) -> dict:
-        guess = out.logits.argmax(-1)  # (batch,) or (batch, seq)
-        if guess.dim() == 1:
-            found.extend(guess.tolist())
-        else:
-            keep = batch["labels"] != IGNORE_INDEX
-            found.extend(g[k].tolist() for g, k in zip(guess, keep))
-        return {}
-
-    evaluate(net, [data[i] for i in order], 64, collate, metrics_fn=collect)
-    return [guess for _, guess in sorted(zip(order, found), key=lambda pair: pair[0])]
-
-
-SHAPES = {  # the input shape -> its model class (config.json's architectures) and answers
-    "text": Shape("text", BertForSequenceClassification, _predict_labels, _text_labels),
-    "words": Shape("words", BertForTokenClassification, _predict_labels, _word_labels),
-}
-
-
-def register_shape(shape: Shape) -> Shape:
-    """Add an input shape (a task module's own, e.g. a span of a context); returns it."""
-    if shape.name in SHAPES:
-        raise ValueError(f"a shape named {shape.name!r} is already registered")
-    SHAPES[shape.name] = shape
-    return shape
 
 
 def label_scores(task: Task, gold: Sequence, predictions: Sequence) -> dict[str, Any]:
@@ -147,7 +95,7 @@ class Task:
 
     name: str
     labels: tuple[str, ...]  # index = label id; config.json's id2label
-    shape: str  # a key of SHAPES: "text" (a label per text or pair), "words" (per word), "span"
+    shape: str  # a key of SHAPES: "text" (a label per text or pair), "words", "span", "choice"
     unit: str  # what one scored item is ("snippet", "word"): results say "accuracy per word"
     load: Loader
     metrics: Callable  # (batch, model output) -> {name: (correct, count)}, for training.train
@@ -158,6 +106,8 @@ class Task:
     max_length: int = 128  # pieces per example (per window of a long context) by default
     pairs: bool = False  # its input is a pair of texts (segments A and B)
     large_model_lr: float | None = None  # finetune's default for MiniLM-sized models, if measured
+    # the test line of a task whose score is its own (CoNLL's spans), else the shape's
+    result_line: Callable[[dict[str, Any]], str] | None = None
 
     def __post_init__(self) -> None:
         if self.shape not in SHAPES:
@@ -165,8 +115,22 @@ class Task:
 
     @property
     def model_class(self) -> type:
-        """The task model of its shape: BertForSequenceClassification or ...TokenClassification."""
+        """The task model of its shape: BertForSequenceClassification, ...TokenClassification."""
         return SHAPES[self.shape].model_class
+
+    @property
+    def head_size(self) -> int:
+        """The head's outputs (config.json's num_labels): one per label, or its shape's own."""
+        return SHAPES[self.shape].head_size(self)
+
+    @property
+    def label_names(self) -> tuple[str, ...] | None:
+        """config.json's label names: the task's labels when the head has one output each."""
+        return self.labels if self.head_size == len(self.labels) else None
+
+    def collate(self, items: Sequence[dict], pad_token_id: int) -> dict:
+        """A padded batch of items, as its shape pads them."""
+        return SHAPES[self.shape].collate(items, pad_token_id)
 
     def predict(self, net: Any, data: Sequence, collate: Callable) -> list:
         """The model's answer for each item of data, in order (a list per text for words)."""
@@ -175,6 +139,11 @@ class Task:
     def gold(self, data: Sequence) -> list:
         """The right answer for each item of data, in order, as predict gives them."""
         return SHAPES[self.shape].gold(data)
+
+    def test_line(self, test: dict[str, Any]) -> str:
+        """The line that reports test scores: "test (N units): " and the task's (or shape's)."""
+        line = self.result_line or SHAPES[self.shape].result_line
+        return f"test ({test['examples']:,} {test['unit']}s): " + line(test)
 
     @property
     def positive(self) -> str:
