@@ -15,8 +15,8 @@ choice's pooled [CLS] vector, and a softmax over the four scores picks one
   the right ending does come first, each group ordered by how close its word count is to the
   ending's; three are drawn at random (the same seed) among the first NEAREST. So a reader can
   reject them neither on the article's topic, nor on the words shared with the context (a
-  sentence further on in an article shares fewer of them than the next one: without this step
-  the shared-words rule picks the right ending half the time), nor on length;
+  sentence further on in an article shares fewer of them than the next one, so that without this
+  step the shared-words rule would find the ending far more often than chance), nor on length;
 - the four are shuffled (the same seed), so the right one is at each position equally often.
 
 Splits by article, as pretraining: test = the held-out articles (``corpora.heldout_article``), dev =
