@@ -1,0 +1,377 @@
+"""wiki-search: BM25, TF-IDF and each encoder's pooling on one table, with paired intervals against
+BM25, wall times, the hybrid chosen on dev, anisotropy per layer and a query's latency.
+
+    nice python benchmarks/retrieval.py            # about 15 minutes on 2 busy cores (MiniLM twice)
+    python benchmarks/retrieval.py --timing-only   # MiniLM over the corpus again, when quiet
+
+The haystack is every paragraph of the course's Wikipedia (7,396 of 106 articles); the queries are
+wiki-qa's test questions (the held-out articles), each with the one paragraph it was written
+about. Every retriever ranks the whole haystack; recall@1/5/20 and MRR@10 are the field's. Each
+row's difference from BM25 is paired over the test queries: 2,000 bootstrap resamples of them,
+both rows scored on each (random weights: 3 seeds, averaged within each resample), and a sign-flip
+p-value. The hybrid's weight is chosen on the dev questions (never on test) by a rule stated in
+the file. Passage vectors are kept in --cache by encoder fingerprint, so a rerun re-encodes
+nothing; the timings are those of the run that encoded. Writes benchmarks/results/retrieval.json
+and retrieval.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from datetime import date
+from pathlib import Path
+
+import torch
+
+from minibert import paired_statistics, retrieval
+from minibert import retrieval_encoders as encoders
+from minibert import retrieval_index as index
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "retrieval.json"
+MEASURES = ("recall@1", "recall@5", "recall@20", "mrr@10")
+SEEDS = (0, 1, 2)  # random weights of the course's size
+WEIGHTS = [round(0.05 * i, 2) for i in range(21)]  # the hybrid's dense weight, chosen on dev
+HYBRID_RULE = (
+    "the dense weight w in 0, 0.05, ..., 1 with the highest dev MRR@10; a tie goes to the higher "
+    "dev recall@5, then the smaller w (score = (1 - w) z(BM25) + w z(cosine), z standardising "
+    "each query's scores over the passages)"
+)
+
+
+def load() -> float:
+    """The 1-minute load average: other work on the CPU while this ran."""
+    return round(os.getloadavg()[0], 2)
+
+
+def dense_scores(queries: torch.Tensor, passages: torch.Tensor) -> torch.Tensor:
+    """(queries, passages) cosines."""
+    unit = torch.nn.functional.normalize
+    return unit(queries.float(), dim=-1) @ unit(passages.float(), dim=-1).T
+
+
+class Vectors:
+    """Passage vectors by (encoder, pooling), encoded once and kept in the cache folder."""
+
+    def __init__(self, cache: Path, passages: list, version: str):
+        self.cache, self.passages, self.version = cache, passages, version
+        cache.mkdir(parents=True, exist_ok=True)
+
+    def passages_of(self, encoder: encoders.Encoder, pooling: str) -> tuple[torch.Tensor, dict]:
+        """(passages, hidden) vectors and how long encoding them took (seconds, load before/after)."""
+        key = f"{encoder.fingerprint()}-{pooling}-{self.version}"
+        file = self.cache / f"{key}.pt"
+        if file.is_file():
+            kept = torch.load(file, weights_only=True)
+            return kept["vectors"], json.loads(kept["timing"])
+        before, start = load(), time.perf_counter()
+        vectors = encoders.encode(encoder, [p.text for p in self.passages], pooling)
+        timing = {
+            "seconds": time.perf_counter() - start,
+            "load_before": before,
+            "load_after": load(),
+        }
+        torch.save({"vectors": vectors, "timing": json.dumps(timing)}, file)
+        return vectors, timing
+
+
+def per_query(scores: torch.Tensor, queries: list) -> dict[str, torch.Tensor]:
+    """Each query's 1/0 recall@k and reciprocal rank, (queries,) each."""
+    return retrieval.per_query(retrieval.ranks_of(scores, [q.passage for q in queries]))
+
+
+def compared(rows: dict, base: str = "BM25") -> None:
+    """Replace each row's per-query items by its test values and its paired difference from the
+    base row per measure (difference, 95% interval, sign-flip p-value)."""
+    reference = rows[base]["items"]
+    for name, row in rows.items():
+        items = row["items"]  # measure -> (seeds, queries)
+        row["test"] = {m: float(items[m].mean()) for m in MEASURES}
+        row["vs_bm25"] = {}
+        for m in MEASURES if name != base else ():
+            a = reference[m].expand_as(items[m])
+            diff, low, high = paired_statistics.paired_bootstrap(a, items[m])
+            p = paired_statistics.paired_sign_flip_test(a, items[m])
+            row["vs_bm25"][m] = {"difference": diff, "low": low, "high": high, "p": p}
+    for row in rows.values():
+        del row["items"]
+
+
+def lexical_rows(passages: list, test: list, dev: list) -> tuple[dict, dict]:
+    """BM25 and TF-IDF: their rows, and their (dev, test) score matrices by name."""
+    docs = [retrieval.words(p.text) for p in passages]
+    rows, scores = {}, {}
+    for name, make in (("BM25", retrieval.BM25), ("TF-IDF", retrieval.TfIdf)):
+        start = time.perf_counter()
+        model = make(docs)
+        built = time.perf_counter() - start
+        start = time.perf_counter()
+        test_scores = model.score_matrix([retrieval.words(q.text) for q in test])
+        per = (time.perf_counter() - start) / len(test)
+        scores[name] = (model.score_matrix([retrieval.words(q.text) for q in dev]), test_scores)
+        items = {m: v[None] for m, v in per_query(test_scores, test).items()}
+        rows[name] = {
+            "kind": "lexical",
+            "settings": "k1 1.2, b 0.75 (Lucene's)" if name == "BM25" else "smoothed idf, cosine",
+            "items": items,
+            "seconds": {"index": built, "per_query_ms": 1000 * per},
+        }
+    return rows, scores
+
+
+def dense_row(vectors: Vectors, encoder: encoders.Encoder, pooling: str, queries: dict) -> dict:
+    """One encoder and pooling: passage and query vectors, its test items, (dev, test) scores."""
+    passage_vectors, timing = vectors.passages_of(encoder, pooling)
+    start = time.perf_counter()
+    test_vectors = encoders.encode(encoder, [q.text for q in queries["test"]], pooling)
+    per = (time.perf_counter() - start) / len(queries["test"])
+    dev_vectors = encoders.encode(encoder, [q.text for q in queries["dev"]], pooling)
+    return {
+        "passages": passage_vectors,
+        "dev": dev_vectors,
+        "test": test_vectors,
+        "seconds": {
+            "passages": timing["seconds"],
+            "load_average": [timing["load_before"], timing["load_after"]],
+            "threads": timing["threads"],
+            "per_query_ms": 1000 * per,
+        },
+    }
+
+
+def dense_rows(vectors: Vectors, queries: dict) -> tuple[dict, dict]:
+    """Every encoder and pooling of the table: rows, and (dev, test) cosines by name."""
+    minilm, course = encoders.load_encoder("minilm"), encoders.load_encoder("course")
+    plan = [
+        ("MiniLM mean", minilm, "mean", False),
+        ("MiniLM [CLS]", minilm, "cls", False),
+        ("MiniLM mean, whitened", minilm, "mean", True),
+        ("course [CLS]", course, "cls", False),
+        ("course mean", course, "mean", False),
+        ("course mean, whitened", course, "mean", True),
+    ]
+    rows, scores = {}, {}
+    for name, encoder, pooling, whiten in plan:
+        print(f"{name}: encoding (load {load()})", flush=True)
+        got = dense_row(vectors, encoder, pooling, queries)
+        p, dev, test = got["passages"], got["dev"], got["test"]
+        if whiten:  # Su et al., 2021: fitted on the passages' vectors
+            white = encoders.Whitening.fit(p)
+            p, dev, test = white(p), white(dev), white(test)
+        scores[name] = (dense_scores(dev, p), dense_scores(test, p))
+        items = {m: v[None] for m, v in per_query(scores[name][1], queries["test"]).items()}
+        rows[name] = {"kind": "dense", "pooling": pooling, "whitened": whiten}
+        rows[name] |= {"items": items, "seconds": got["seconds"]}
+    rows["random course-size mean"] = random_row(vectors, course, queries)
+    return rows, scores
+
+
+def random_row(vectors: Vectors, course: encoders.Encoder, queries: dict) -> dict:
+    """Random weights of the course checkpoint's size (and vocabulary), mean pooling, 3 seeds."""
+    items: dict[str, list] = {m: [] for m in MEASURES}
+    seconds = []
+    for seed in SEEDS:
+        got = dense_row(vectors, encoders.random_encoder(course, seed), "mean", queries)
+        for m, v in per_query(dense_scores(got["test"], got["passages"]), queries["test"]).items():
+            items[m].append(v)
+        seconds.append(got["seconds"])
+    return {
+        "kind": "dense",
+        "pooling": "mean",
+        "seeds": list(SEEDS),
+        "items": {m: torch.stack(v) for m, v in items.items()},  # (seeds, queries)
+        "seconds": seconds[0],
+    }
+
+
+def hybrid(lexical: tuple, dense: tuple, queries: dict, name: str) -> dict:
+    """BM25 + a dense row's cosines, the weight chosen on dev by HYBRID_RULE; its test items."""
+    grid = []
+    for w in WEIGHTS:
+        dev = per_query(retrieval.hybrid_scores(lexical[0], dense[0], w), queries["dev"])
+        grid.append({"weight": w, **{m: float(v.mean()) for m, v in dev.items()}})
+    best = max(grid, key=lambda g: (g["mrr@10"], g["recall@5"], -g["weight"]))
+    tied = [
+        g["weight"]
+        for g in grid
+        if (g["mrr@10"], g["recall@5"]) == (best["mrr@10"], best["recall@5"])
+    ]
+    test = per_query(retrieval.hybrid_scores(lexical[1], dense[1], best["weight"]), queries["test"])
+    return {
+        "kind": "hybrid",
+        "dense": name,
+        "weight": best["weight"],
+        "tied_weights": tied,
+        "dev_grid": grid,
+        "items": {m: v[None] for m, v in test.items()},
+    }
+
+
+def anisotropy(passages: list, count: int = 1000) -> dict:
+    """Mean cosine of 2,000 random pairs of 1,000 random passages, per layer, for each encoder."""
+    g = torch.Generator().manual_seed(0)
+    texts = [passages[i].text for i in torch.randperm(len(passages), generator=g)[:count]]
+    course = encoders.load_encoder("course")
+    found = {}
+    for name, encoder in (
+        ("course", course),
+        ("MiniLM", encoders.load_encoder("minilm")),
+        ("random course-size (seed 0)", encoders.random_encoder(course, 0)),
+    ):
+        found[name] = encoders.anisotropy(encoder, texts, pairs=2000, seed=0)
+    return found
+
+
+def latency(passages: list, vectors: Vectors, queries: list) -> dict:
+    """MiniLM's saved index read back (seconds), and a query's time after it (median ms)."""
+    minilm = encoders.load_encoder("minilm")
+    passage_vectors, _ = vectors.passages_of(minilm, "mean")
+    path = index.index_path(minilm.folder, "mean")
+    fresh = index.PassageIndex.of(
+        passage_vectors, retrieval.corpus_version(passages), minilm.fingerprint(), "mean"
+    )
+    fresh.save(path)
+    start = time.perf_counter()
+    index.PassageIndex.load(path)
+    read = time.perf_counter() - start
+    searcher = index.Searcher(minilm, "mean", passages)  # finds the index fresh: reads it
+    searcher(queries[0].text)  # warm-up
+    times = []
+    for q in queries[:50]:
+        start = time.perf_counter()
+        searcher(q.text, top_k=5)
+        times.append(1000 * (time.perf_counter() - start))
+    return {"index_read_s": read, "query_ms_median": statistics.median(times),
+            "query_ms_max": max(times), "queries": len(times), "backend": index.backends()[0]}  # fmt: skip
+
+
+def figure(result: dict, out: Path) -> None:
+    """Left: each row's test MRR@10 and recall@5; right: anisotropy per layer."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["rows"]
+    names = list(rows)[::-1]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 0.45 * len(names) + 1.5))
+    y = torch.arange(len(names)).float()
+    for shift, m, colour in ((-0.2, "mrr@10", "C0"), (0.2, "recall@5", "C1")):
+        left.barh(y + shift, [rows[n]["test"][m] for n in names], 0.4, label=m, color=colour)
+    left.set_yticks(y.tolist(), names)
+    left.set_xlim(0, 1)
+    left.set_xlabel(f"test queries ({result['queries']['test']}), whole corpus as the haystack")
+    left.legend(loc="lower left", bbox_to_anchor=(0, 1), ncols=2, frameon=False)
+    for name, values in result["anisotropy"].items():
+        right.plot(range(len(values)), values, marker="o", label=name)
+    right.set_xlabel("layer (0: embeddings)")
+    right.set_ylabel("mean cosine of random passage pairs")
+    right.set_ylim(0, 1)
+    right.legend()
+    right.set_title("anisotropy (mean-pooled vectors)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
+def machine(threads: int) -> dict:
+    """The processor, cores, threads and versions."""
+    name = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"processor": name, "cpu_count": os.cpu_count(), "torch_threads": threads,
+            "torch": torch.__version__, "python": platform.python_version()}  # fmt: skip
+
+
+def print_table(result: dict) -> None:
+    print(f"{'retriever':<28}" + "".join(f"{m:>11}" for m in MEASURES) + "   MRR@10 vs BM25")
+    for name, row in result["rows"].items():
+        gap = row["vs_bm25"].get("mrr@10")
+        shown = f"{gap['difference']:+.3f} [{gap['low']:+.3f}, {gap['high']:+.3f}]" if gap else ""
+        print(f"{name:<28}" + "".join(f"{row['test'][m]:>11.3f}" for m in MEASURES) + f"   {shown}")
+
+
+def minilm_timing(passages: list) -> dict:
+    """MiniLM mean-pooled over the whole corpus, timed, with the load average around it."""
+    minilm = encoders.load_encoder("minilm")
+    before, start = load(), time.perf_counter()
+    encoders.encode(minilm, [p.text for p in passages], "mean")
+    return {"seconds": time.perf_counter() - start, "load_average": [before, load()],
+            "threads": torch.get_num_threads(), "date": date.today().isoformat()}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/minibert-retrieval-cache"))
+    parser.add_argument("--timing-only", action="store_true",
+                        help="time MiniLM over the corpus again and update that entry only")  # fmt: skip
+    parser.add_argument("--limit", type=int, default=None,
+                        help="a quick check: the dev and test paragraphs and LIMIT others only")  # fmt: skip
+    parser.add_argument("--figure-only", action="store_true", help="draw the figure from --out")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    if args.figure_only:
+        figure(json.loads(args.out.read_text()), args.out.with_suffix(".png"))
+        return
+    passages = retrieval.wiki_passages()
+    if args.limit is not None:
+        wanted = {q.passage for s in ("dev", "test") for q in retrieval.wiki_queries(s, passages)}
+        passages = [p for i, p in enumerate(passages) if i < args.limit or i in wanted]
+    if args.timing_only:
+        result = json.loads(args.out.read_text())
+        result["minilm_corpus_encoding"] = minilm_timing(passages)
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        print(result["minilm_corpus_encoding"])
+        return
+    version = retrieval.corpus_version(passages)
+    queries = {s: retrieval.wiki_queries(s, passages) for s in ("dev", "test")}
+    result: dict = {
+        "benchmark": "wiki-search: retrievers on the course's Wikipedia, test queries",
+        "command": "python benchmarks/retrieval.py"
+        + (f" --limit {args.limit}" if args.limit is not None else ""),
+        "date": date.today().isoformat(),
+        "machine": machine(args.threads),
+        "load_average_before": load(),
+        "corpus": {
+            "passages": len(passages),
+            "articles": len({p.title for p in passages}),
+            "version": version,
+        },  # fmt: skip
+        "queries": {s: len(q) for s, q in queries.items()},
+        "measures": list(MEASURES),
+        "bootstrap": "2,000 paired resamples of the test queries; seeds averaged within each",
+        "hybrid_rule": HYBRID_RULE,
+    }
+    vectors = Vectors(args.cache, passages, version)
+    rows, lexical = lexical_rows(passages, queries["test"], queries["dev"])
+    more, dense = dense_rows(vectors, queries)
+    rows |= more
+    rows["hybrid: BM25 + MiniLM mean"] = hybrid(
+        lexical["BM25"], dense["MiniLM mean"], queries, "MiniLM mean"
+    )
+    compared(rows)
+    result["rows"] = rows
+    print("anisotropy", flush=True)
+    result["anisotropy"] = anisotropy(passages)
+    result["latency"] = latency(passages, vectors, queries["test"])
+    result["minilm_corpus_encoding"] = rows["MiniLM mean"]["seconds"]
+    result["load_average_after"] = load()
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    figure(result, args.out.with_suffix(".png"))
+    print_table(result)
+
+
+if __name__ == "__main__":
+    main()
