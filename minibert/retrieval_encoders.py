@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from minibert import assets
-from minibert.frozen_features import sentence_features
 from minibert.model import BertModel, mean_pool
 from minibert.tokenization import BertTokenizer
 from minibert.utils import set_seed
@@ -31,6 +30,7 @@ __all__ = [
     "Encoder",
     "Whitening",
     "anisotropy",
+    "batches",
     "encode",
     "encoder_folder",
     "layer_vectors",
@@ -111,6 +111,38 @@ def _as_encoder(encoder: Encoder | str | Path) -> Encoder:
     return encoder if isinstance(encoder, Encoder) else load_encoder(encoder)
 
 
+def batches(
+    encoder: Encoder, texts: Sequence[str], batch_size: int = 64, max_length: int | None = None
+) -> Iterator[tuple[list[int], dict[str, torch.Tensor]]]:
+    """(indices of the texts, model inputs) batches: every text cut to max_length pieces (the
+    encoder's by default), sorted by its number of pieces, longest first, so that a batch pads
+    little; each batch's input_ids and attention_mask are (batch, its longest)."""
+    if not texts:
+        raise ValueError("no texts to encode")
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of texts; for one text, encode([text])")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    encodings = encoder.tokenizer.encode_batch(
+        list(texts),
+        max_length=max_length or encoder.max_length,
+        truncation=True,
+        padding=False,
+        return_tensors=None,
+    )
+    ids = [e.input_ids for e in encodings]
+    order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        width = len(ids[chunk[0]])
+        input_ids = torch.full((len(chunk), width), encoder.tokenizer.pad_token_id)
+        attention_mask = torch.zeros(len(chunk), width, dtype=torch.long)  # (batch, seq)
+        for row, i in enumerate(chunk):
+            input_ids[row, : len(ids[i])] = torch.tensor(ids[i])
+            attention_mask[row, : len(ids[i])] = 1
+        yield chunk, {"input_ids": input_ids, "attention_mask": attention_mask}
+
+
 def encode(
     encoder: Encoder | str | Path,
     texts: Sequence[str],
@@ -122,13 +154,16 @@ def encode(
     length are batched together, in inference mode. encoder: an Encoder, a folder or a name."""
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-    if isinstance(texts, str):
-        raise TypeError("texts must be a list of texts; for one text, encode([text])")
     encoder = _as_encoder(encoder)
+    vectors = torch.empty(len(texts), encoder.model.config.hidden_size)
     with torch.inference_mode():
-        return sentence_features(
-            encoder.model, encoder.tokenizer, texts, pooling, encoder.max_length, batch_size
-        )
+        for rows, inputs in batches(encoder, texts, batch_size):
+            hidden = encoder.model(**inputs).last_hidden_state  # (batch, seq, hidden)
+            pooled = (
+                hidden[:, 0] if pooling == "cls" else mean_pool(hidden, inputs["attention_mask"])
+            )
+            vectors[rows] = pooled
+    return vectors
 
 
 def layer_vectors(
@@ -136,23 +171,13 @@ def layer_vectors(
 ) -> torch.Tensor:
     """(layers + 1, texts, hidden): each text's mean-pooled vector after the embeddings (0) and
     after each layer, in inference mode."""
-    if not texts:
-        raise ValueError("no texts to encode")
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths pad less
-    rows = []
+    config = encoder.model.config
+    vectors = torch.empty(config.num_layers + 1, len(texts), config.hidden_size)
     with torch.inference_mode():
-        for start in range(0, len(texts), batch_size):
-            batch = encoder.tokenizer.encode_batch(
-                [texts[i] for i in order[start : start + batch_size]],
-                max_length=max_length or encoder.max_length,
-                truncation=True,
-            )
-            out = encoder.model(**batch, output_hidden_states=True)
-            mask = batch["attention_mask"]
-            rows.append(torch.stack([mean_pool(h, mask) for h in out.hidden_states]))
-    pooled = torch.cat(rows, dim=1)  # (layers + 1, texts, hidden), longest first
-    vectors = torch.empty_like(pooled)
-    vectors[:, torch.tensor(order)] = pooled  # back in the order of texts
+        for rows, inputs in batches(encoder, texts, batch_size, max_length):
+            out = encoder.model(**inputs, output_hidden_states=True)
+            mask = inputs["attention_mask"]
+            vectors[:, rows] = torch.stack([mean_pool(h, mask) for h in out.hidden_states])
     return vectors
 
 
