@@ -73,6 +73,7 @@ _SUBMODULES = (
     "retrieval",
     "retrieval_encoders",
     "retrieval_index",
+    "retrieval_training",
     "run_state",
     "squad",
     "tasks",

@@ -1,0 +1,68 @@
+"""Training an encoder on (query, passage) pairs: the bi-encoder's loss is the in-batch loss of the
+vectors encode gives, its batches are padded as stated, every used weight learns, and a short run
+teaches a tiny encoder to find each toy query's passage."""
+
+import pytest
+import torch
+from test_retrieval_encoders import TEXTS, tiny_encoder_folder
+
+from minibert.retrieval import in_batch_loss
+from minibert.retrieval_encoders import encode, load_encoder
+from minibert.retrieval_training import BiEncoder, collate_pairs, pair_examples, train_encoder
+
+PAIRS = [(text.split()[-1] + " " + text.split()[0], text) for text in TEXTS]
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    return load_encoder(tiny_encoder_folder(tmp_path / "tiny"))
+
+
+def test_the_bi_encoders_loss_is_the_in_batch_loss_of_the_encoded_vectors(tiny):
+    batch = collate_pairs(pair_examples(tiny, PAIRS), tiny.tokenizer.pad_token_id)
+    model = BiEncoder(tiny.model, "mean", temperature=0.1).eval()
+    with torch.no_grad():
+        out = model(**batch)
+    queries = encode(tiny, [q for q, _ in PAIRS])
+    passages = encode(tiny, [p for _, p in PAIRS])
+    torch.testing.assert_close(out.query_vectors, queries, atol=1e-5, rtol=0)
+    torch.testing.assert_close(out.passage_vectors, passages, atol=1e-5, rtol=0)
+    torch.testing.assert_close(out.loss, in_batch_loss(queries, passages, 0.1), atol=1e-5, rtol=0)
+
+
+def test_pairs_are_padded_to_each_sides_longest(tiny):
+    examples = pair_examples(tiny, PAIRS[:2])
+    batch = collate_pairs(examples, pad_id=0)
+    lengths = [len(e["input_ids"]) for e in examples]
+    assert batch["passage_ids"].shape == (2, max(lengths))
+    assert batch["passage_mask"].sum(1).tolist() == lengths
+    assert batch["query_mask"].sum(1).tolist() == [len(e["query_ids"]) for e in examples]
+    assert (batch["passage_ids"][batch["passage_mask"] == 0] == 0).all()
+    with pytest.raises(ValueError, match="no pairs"):
+        pair_examples(tiny, [])
+
+
+def test_every_weight_the_vectors_use_gets_a_gradient(tiny):
+    model = BiEncoder(tiny.model, "mean")
+    batch = collate_pairs(pair_examples(tiny, PAIRS), tiny.tokenizer.pad_token_id)
+    model(**batch).loss.backward()
+    for name, parameter in model.named_parameters():
+        if ".pooler." in name:  # the pooler (dense + tanh on [CLS]) is not part of the vectors
+            assert parameter.grad is None, name
+            continue
+        assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
+
+
+def test_a_short_run_teaches_a_tiny_encoder_each_querys_passage(tiny):
+    def found() -> int:
+        q = torch.nn.functional.normalize(encode(tiny, [q for q, _ in PAIRS]), dim=-1)
+        p = torch.nn.functional.normalize(encode(tiny, [p for _, p in PAIRS]), dim=-1)
+        return int(((q @ p.T).argmax(1) == torch.arange(len(PAIRS))).sum())
+
+    assert found() < len(PAIRS)  # random weights miss some
+    history = train_encoder(
+        tiny, PAIRS, steps=40, lr=3e-3, batch_size=5, eval_every=40, progress=False, seed=0
+    )
+    assert history[-1]["train_loss"] < history[0]["train_loss"] / 2
+    assert not tiny.model.training  # left in evaluation mode
+    assert found() == len(PAIRS)
