@@ -26,24 +26,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
+from common.measures import measure, nsp_measures, transformers_check
 
 from minibert import corpora, pretraining, set_seed
 from minibert.model import BertForPreTraining
 from minibert.recipes.outputs import add_to_manifest
-from minibert.teaching.baselines import TopicBaseline, mlm_baselines
+from minibert.teaching.baselines import mlm_baselines
 from minibert.tokenization import BertTokenizer
-from minibert.training import evaluate
 
 FOLDER = Path(__file__).resolve().parent.parent / "data" / "course_checkpoint"
 RECIPES = Path(__file__).resolve().parent / "results" / "pretraining_recipes.json"
 SUBSET = 256  # held-out examples re-measured by the test
-
-
-def measure(model, data, tok) -> dict[str, float]:
-    collate = lambda batch: pretraining.collate(batch, tok.pad_token_id)  # noqa: E731
-    return evaluate(
-        model, data, batch_size=64, collate_fn=collate, metrics_fn=pretraining.metrics_for(tok)
-    )
 
 
 @torch.no_grad()
@@ -63,32 +56,6 @@ def neighbour_attention(model: BertForPreTraining, heldout: Sequence, tok: BertT
         "to_previous": summary["to previous"].round(decimals=4).tolist(),  # (layers, heads)
         "to_next": summary["to next"].round(decimals=4).tolist(),
         "uniform": float((1 / real).mean()),
-    }
-
-
-@torch.no_grad()
-def transformers_check(folder: Path, model: BertForPreTraining, heldout: Sequence, tok) -> dict:
-    """Load the folder with transformers.BertForPreTraining; keys and logits against minibert."""
-    import transformers
-
-    theirs, info = transformers.BertForPreTraining.from_pretrained(
-        folder, output_loading_info=True, attn_implementation="eager"
-    )
-    batch = pretraining.collate([heldout[i] for i in range(16)], tok.pad_token_id)
-    inputs = {k: batch[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
-    ours = model.eval()(**inputs)
-    out = theirs.eval()(**inputs)
-    real = batch["attention_mask"].bool()
-    return {
-        "transformers": transformers.__version__,
-        "missing_keys": len(info["missing_keys"]),
-        "unexpected_keys": len(info["unexpected_keys"]),
-        "max_abs_diff_mlm_logits": float(
-            (ours.mlm_logits - out.prediction_logits)[real].abs().max()
-        ),
-        "max_abs_diff_nsp_logits": float(
-            (ours.nsp_logits - out.seq_relationship_logits).abs().max()
-        ),
     }
 
 
@@ -119,36 +86,6 @@ def describe_curve(history: list[dict], ngram: float) -> str:
         f"{evals[-1]['eval_nsp_loss']:.3f} at the end: NSP accuracy still creeps up while its "
         "loss grows, the sign of a head that becomes over-confident on the training articles."
     )
-
-
-def nsp_measures(model, tok, recipe: dict) -> dict:
-    """NSP accuracy on held-out Google-style pairs and d2l-style sentence pairs, with baselines."""
-    train_docs = pretraining.tokenize_documents(corpora.wikipedia_articles("train"), tok)
-    held_docs = pretraining.tokenize_documents(corpora.wikipedia_articles("heldout"), tok)
-    max_len = recipe["max_len"]
-    sets = {
-        "segments": (
-            pretraining.create_examples(train_docs, max_len, seed=0),
-            pretraining.create_examples(held_docs, max_len, seed=1),  # heldout_dataset's pairs
-        ),
-        "sentences": (
-            pretraining.sentence_pairs(train_docs, max_len, seed=0),
-            pretraining.sentence_pairs(held_docs, max_len, seed=1),
-        ),
-    }
-    results = {}
-    for name, (train_pairs, held_pairs) in sets.items():
-        data = pretraining.PretrainingDataset.from_tokenizer(held_pairs, tok, dynamic=False, seed=1)
-        labels = [p.next_sentence_label for p in held_pairs]
-        majority = max(set(labels), key=labels.count)
-        topic = TopicBaseline(train_docs).fit(train_pairs)
-        results[name] = {
-            "pairs": len(held_pairs),
-            "model": measure(model, data, tok)["nsp_accuracy"],
-            "majority": labels.count(majority) / len(labels),
-            "tfidf_topic": topic.accuracy(held_pairs),
-        }
-    return results
 
 
 def main() -> None:
@@ -243,8 +180,13 @@ def plot_curves(history: list[dict], card: dict, path: Path) -> None:
     evals = [h for h in history if "eval_mask_accuracy" in h]
     steps = [h["step"] for h in evals]
     fig, (loss, mlm, nsp) = plt.subplots(1, 3, figsize=(13, 3.6))
-    loss.plot([h["step"] for h in history], [h["train_loss"] for h in history], lw=0.3, alpha=0.5,
-              label="training loss (+ guidance while it lasts)")  # fmt: skip
+    loss.plot(
+        [h["step"] for h in history],
+        [h["train_loss"] for h in history],
+        lw=0.3,
+        alpha=0.5,
+        label="training loss (+ guidance while it lasts)",
+    )
     loss.plot(steps, [h["eval_loss"] for h in evals], "o-", ms=2, label="held-out loss")
     mlm.plot(steps, [h["eval_mask_accuracy"] for h in evals], "o-", ms=2, label="top-1 at [MASK]")
     mlm.plot(steps, [h["eval_mask_top5"] for h in evals], "o-", ms=2, label="top-5 at [MASK]")
@@ -252,10 +194,10 @@ def plot_curves(history: list[dict], card: dict, path: Path) -> None:
     plain = card["plain_bert"]
     if plain:  # the plain-BERT candidate: same schedule, no guidance
         s = [p["step"] for p in plain["curve"]]
-        mlm.plot(s, [p["mask_accuracy"] for p in plain["curve"]], "k.-", ms=2,
-                 label="plain BERT, top-1")  # fmt: skip
-        nsp.plot(s, [p["nsp_accuracy"] for p in plain["curve"]], "k.-", ms=2,
-                 label="plain BERT")  # fmt: skip
+        mlm.plot(
+            s, [p["mask_accuracy"] for p in plain["curve"]], "k.-", ms=2, label="plain BERT, top-1"
+        )
+        nsp.plot(s, [p["nsp_accuracy"] for p in plain["curve"]], "k.-", ms=2, label="plain BERT")
     b = card["baselines"]
     mlm.axhline(b["ngram"]["mask_accuracy"], color="grey", ls="--", label="n-gram table")
     mlm.axhline(b["most_frequent"]["mask_accuracy"], color="grey", ls=":", label='always "the"')

@@ -22,8 +22,7 @@ import platform
 from pathlib import Path
 
 import torch
-from course_checkpoint_card import measure, transformers_check
-from pretraining_candidates import mlm_on_reviews
+from common.measures import measure, mlm_on_reviews, transformers_check
 
 from minibert import assets, corpora, pretraining
 from minibert.model import BertForPreTraining
@@ -65,13 +64,20 @@ def plot_curve(history: list[dict], card: dict, path: Path) -> None:
     evals = [h for h in history if "eval_mask_accuracy" in h]
     r = card["reviews"]
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.plot([0] + [h["step"] for h in evals],
-            [r["course"]["top1"]] + [h["eval_mask_accuracy"] for h in evals], "o-", ms=3,
-            label="continued on review text (top-1 at [MASK])")  # fmt: skip
+    ax.plot(
+        [0] + [h["step"] for h in evals],
+        [r["course"]["top1"]] + [h["eval_mask_accuracy"] for h in evals],
+        "o-",
+        ms=3,
+        label="continued on review text (top-1 at [MASK])",
+    )
     ax.axhline(r["ngram_table"], color="grey", ls="--", label="n-gram table")
     ax.axhline(r["most_frequent"], color="grey", ls=":", label="most frequent token")
-    ax.set(xlabel="step of continued pretraining", ylabel="held-out review text",
-           title="[MASK] top-1 on review text of held-out movies")  # fmt: skip
+    ax.set(
+        xlabel="step of continued pretraining",
+        ylabel="held-out review text",
+        title="[MASK] top-1 on review text of held-out movies",
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()

@@ -24,15 +24,13 @@ import time
 from pathlib import Path
 
 import torch
+from common.grid import Measure
 
 from minibert import recipes, tasks
 
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT = RESULTS / "finetune_defaults.json"
 SIZES = {"wiki-qnli": (64, 256, None), "wiki-qa": (64, 256, None)}  # others: 64, 256, 1,024
-HEADLINE = {"wiki-mentions": "f1", "wiki-qnli": "accuracy", "wiki-qa": "f1",
-            "capitalisation": "f1", "review-capitalisation": "f1",
-            "rotten-tomatoes": "accuracy"}  # the protocol's test numbers (finetuning_shapes.py)  # fmt: skip
 SCRATCH_AT = 256  # random weights of the checkpoint's size too, at this size
 
 
@@ -43,24 +41,31 @@ def protocol(task: str, model: str, size: int | None) -> float | None:
     row = shapes["table"].get(task, {}).get(model, {}).get(key)
     if isinstance(row, dict) and "mean" in row:
         return row["mean"]
-    if task == "capitalisation":
-        caps = json.loads((RESULTS / "finetuning.json").read_text(encoding="utf-8"))
-        return caps["capitalisation"].get(model, {}).get(key, {}).get("f1_mean")
-    return None
+    # a task the grid does not hold (capitalisation): finetuning.py's runs, by the same protocol
+    older = json.loads((RESULTS / "finetuning.json").read_text(encoding="utf-8")).get(task, {})
+    found = older.get(model, {}).get(key) if isinstance(older.get(model), dict) else None
+    return found.get("f1_mean") if isinstance(found, dict) else None
 
 
 def run(task: str, size: int | None, scratch: bool, work: Path) -> dict:
     """One `minibert finetune` with its defaults; what it kept and measured, and how long."""
     started = time.perf_counter()
-    result = recipes.finetune(work / f"{task}-{size}-{scratch}", model="course", task=task,
-                              train_examples=size, scratch=scratch, progress=False)  # fmt: skip
+    result = recipes.finetune(
+        work / f"{task}-{size}-{scratch}",
+        model="course",
+        task=task,
+        train_examples=size,
+        scratch=scratch,
+        progress=False,
+    )
     selection, spec = result.selection, tasks.get(task)
+    headline = Measure.of(task).headline  # the protocol's test number (finetuning_shapes.py)
     return {
         "task": task,
         "size": size,
         "model": "scratch" if scratch else "course",
-        "test": result.test[HEADLINE[task]],
-        "headline": HEADLINE[task],
+        "test": result.test[headline],
+        "headline": headline,
         "scores": {k: v for k, v in result.test.items() if isinstance(v, (int, float))},
         "dev": selection["value"],
         "dev_measure": selection["measure"],
@@ -73,8 +78,10 @@ def run(task: str, size: int | None, scratch: bool, work: Path) -> dict:
 
 
 def report(rows: list[dict]) -> str:
-    lines = ["task                   size  model    test headline     dev (trivial)     protocol"
-             "  share  steps  seconds"]  # fmt: skip
+    lines = [
+        "task                   size  model    test headline     dev (trivial)     protocol"
+        "  share  steps  seconds"
+    ]
     for r in rows:
         share = f"{r['test'] / r['protocol']:.0%}" if r["protocol"] else "-"
         protocol_ = f"{r['protocol']:.3f}" if r["protocol"] else "-"
@@ -90,8 +97,12 @@ def report(rows: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--report", action="store_true", help="print the table from the file")
-    parser.add_argument("--tasks", nargs="*", default=list(tasks.TASKS),
-                        help="run these tasks again (the others' rows are kept from the file)")  # fmt: skip
+    parser.add_argument(
+        "--tasks",
+        nargs="*",
+        default=list(tasks.TASKS),
+        help="run these tasks again (the others' rows are kept from the file)",
+    )
     args = parser.parse_args()
     if args.report:
         print(report(json.loads(OUT.read_text(encoding="utf-8"))["runs"]))
@@ -113,8 +124,12 @@ def main() -> None:
         rows = [r for r in kept if r["task"] not in args.tasks] + rows
         rows.sort(key=lambda r: list(tasks.TASKS).index(r["task"]))
     machine = f"{platform.machine()} CPU, {torch.get_num_threads()} threads"
-    record = {"what": __doc__.split("\n\n")[0], "machine": machine,
-              "min_steps": recipes.finetune_recipe.MIN_STEPS, "runs": rows}  # fmt: skip
+    record = {
+        "what": __doc__.split("\n\n")[0],
+        "machine": machine,
+        "min_steps": recipes.finetune_recipe.MIN_STEPS,
+        "runs": rows,
+    }
     OUT.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     print(report(rows))
 

@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 
 import torch
+from common.grid import word_counts  # (tp, fp, fn) of label 1 per sentence
 
 from minibert import assets, corpora, finetuning, recipes, tasks
 from minibert.model import BertModel
@@ -147,10 +148,17 @@ def capitalisation(work: Path, seeds: int) -> dict:
     for name in ("scratch", "course"):
         for examples, steps in CAPITALISATION.items():
             size = str(examples or "all")
-            options = dict(model="course", task="capitalisation", scratch=name == "scratch",
-                           max_length=64, train_examples=examples, progress=False,
-                           overwrite=True, evaluations=SUBSET_EVALUATIONS,
-                           **({"steps": steps} if steps else {"epochs": 1}))  # fmt: skip
+            options = dict(
+                model="course",
+                task="capitalisation",
+                scratch=name == "scratch",
+                max_length=64,
+                train_examples=examples,
+                progress=False,
+                overwrite=True,
+                evaluations=SUBSET_EVALUATIONS,
+                **({"steps": steps} if steps else {"epochs": 1}),
+            )
             swept = recipes.sweep(work / f"caps-{name}-{size}", SWEEP, seed=0, **options)
             lr = swept.chosen.lr
             results = [swept.chosen.result] + [
@@ -180,29 +188,29 @@ def capitalisation(work: Path, seeds: int) -> dict:
                 "lr": lr,
                 "sweep": swept.as_dict(),
             }
-            print(f"capitalisation, {name}, {size} sentences: lr {lr:g} (chosen on dev F1), word "
-                  f"accuracy {row['mean']:.1%}, F1 {row['f1_mean']:.3f}", flush=True)  # fmt: skip
+            print(
+                f"capitalisation, {name}, {size} sentences: lr {lr:g} (chosen on dev F1), word "
+                f"accuracy {row['mean']:.1%}, F1 {row['f1_mean']:.3f}",
+                flush=True,
+            )
     for size in rows["course"]:
         diff, low, high = finetuning.paired_bootstrap_f1(
             counts["scratch", size], counts["course", size]
         )
         p = finetuning.paired_permutation_test_f1(counts["scratch", size], counts["course", size])
         rows.setdefault("course_minus_scratch", {})[size] = {
-            "f1": diff, "low": low, "high": high, "p": p, "sentences": len(gold),
-        }  # fmt: skip
-        print(f"capitalisation, {size} sentences: course - scratch F1 {diff:+.3f} "
-              f"[{low:+.3f}, {high:+.3f}], p {p:.3g}", flush=True)  # fmt: skip
+            "f1": diff,
+            "low": low,
+            "high": high,
+            "p": p,
+            "sentences": len(gold),
+        }
+        print(
+            f"capitalisation, {size} sentences: course - scratch F1 {diff:+.3f} "
+            f"[{low:+.3f}, {high:+.3f}], p {p:.3g}",
+            flush=True,
+        )
     return rows
-
-
-def word_counts(gold: list, predicted: list) -> list[list[int]]:
-    """(tp, fp, fn) of label 1 (capitalised) in each test sentence."""
-    out = []
-    for labels, guesses in zip(gold, predicted, strict=True):
-        pairs = list(zip(labels, guesses, strict=True))
-        out.append([sum(y == p == 1 for y, p in pairs), sum(p == 1 != y for y, p in pairs),
-                    sum(y == 1 != p for y, p in pairs)])  # fmt: skip
-    return out
 
 
 def starting_point(name: str, examples: int | None, seeds: int, work: Path) -> dict:

@@ -51,6 +51,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # a plain checkout on a lent machine: no install needed
 
+from common import steps  # noqa: E402  (benchmarks/common, beside this file)
+
 from minibert.config import BertConfig  # noqa: E402
 from minibert.model import BertForPreTraining  # noqa: E402
 
@@ -276,15 +278,7 @@ def random_batch(config: BertConfig, batch: int, seq: int, device: torch.device,
 
 def loss_of(impl: str, model, batch: dict, explicit: bool, sparse: bool = True) -> torch.Tensor:
     """The pretraining loss (MLM + NSP) of one implementation on a batch."""
-    if impl == "transformers":
-        return model(
-            input_ids=batch["input_ids"],
-            token_type_ids=batch["token_type_ids"],
-            attention_mask=batch.get("attention_mask"),
-            labels=batch["mlm_labels"],
-            next_sentence_label=batch["next_sentence_label"],
-        ).loss
-    return model(**batch, sparse_mlm=sparse, output_attentions=explicit).loss
+    return steps.pretraining_loss(impl, model, batch, sparse_mlm=sparse, explicit=explicit)
 
 
 def set_explicit(impl: str, model, explicit: bool) -> None:

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import torch
+from common.measures import nsp_measures  # the course checkpoint card's own NSP measures
 
 from minibert import pretraining
 from minibert.model import BertForPreTraining
@@ -84,9 +85,12 @@ def main() -> None:
         with torch.no_grad():
             for b in loader:
                 out = model(
-                    b["input_ids"], b["token_type_ids"], b["attention_mask"],
-                    mlm_labels=b["mlm_labels"], next_sentence_label=b["next_sentence_label"],
-                )  # fmt: skip
+                    b["input_ids"],
+                    b["token_type_ids"],
+                    b["attention_mask"],
+                    mlm_labels=b["mlm_labels"],
+                    next_sentence_label=b["next_sentence_label"],
+                )
                 for k, (total, n) in pretraining.pretraining_metrics(
                     b, out, tok.mask_token_id
                 ).items():
@@ -105,10 +109,13 @@ def main() -> None:
         data = pretraining.PretrainingDataset.from_tokenizer(examples, tok, seed=100 + epoch)
         for b in torch.utils.data.DataLoader(data, batch_size=32, shuffle=True, collate_fn=collate):
             out = model(
-                b["input_ids"], b["token_type_ids"], b["attention_mask"],
-                mlm_labels=b["mlm_labels"], next_sentence_label=b["next_sentence_label"],
+                b["input_ids"],
+                b["token_type_ids"],
+                b["attention_mask"],
+                mlm_labels=b["mlm_labels"],
+                next_sentence_label=b["next_sentence_label"],
                 sparse_mlm=True,
-            )  # fmt: skip
+            )
             optimizer.zero_grad()
             (out.mlm_loss + args.nsp_weight * out.nsp_loss).backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -127,8 +134,6 @@ def main() -> None:
     if args.save:
         model.save_pretrained(args.save)
         tok.save_pretrained(args.save)
-    from course_checkpoint_card import nsp_measures  # the card's own NSP measures
-
     result = nsp_measures(model, tok, {"max_len": 128})
     print(result, flush=True)
     write(args, log, result)

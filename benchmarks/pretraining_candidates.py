@@ -33,33 +33,9 @@ import platform
 from pathlib import Path
 
 import torch
+from common.measures import mlm_on_reviews
 
 RESULTS = Path(__file__).resolve().parent / "results" / "pretraining_candidates.json"
-
-
-def mlm_on_reviews(folder: str) -> dict:
-    """[MASK] top-1 on the held-out movies' review text, with baselines at the same positions."""
-    from minibert import pretraining
-    from minibert.model import BertForPreTraining
-    from minibert.recipes import load_corpus, model_folder
-    from minibert.teaching.baselines import mlm_baselines
-    from minibert.tokenization import BertTokenizer
-    from minibert.training import evaluate
-
-    train, heldout = load_corpus("reviews")  # training movies only; held out by title
-    source = model_folder(folder)
-    tok, model = BertTokenizer.from_pretrained(source), BertForPreTraining.from_pretrained(source)
-    data = pretraining.heldout_dataset(heldout, tok, 128, objective="none", seed=1)
-    items = [data[i] for i in range(len(data))]
-    collate = lambda batch: pretraining.collate(batch, tok.pad_token_id)  # noqa: E731
-    measured = evaluate(model, data, 64, collate, metrics_fn=pretraining.metrics_for(tok))
-    baselines = mlm_baselines(items, pretraining.tokenize_documents(train, tok), tok)
-    return {
-        "mask_positions": sum(i == tok.mask_token_id for item in items for i in item["input_ids"]),
-        "model": {"top1": measured["mask_accuracy"], "top5": measured["mask_top5"]},
-        "ngram_table": baselines["ngram"]["mask_accuracy"],
-        "most_frequent": baselines["most_frequent"]["mask_accuracy"],
-    }
 
 
 def main() -> None:

@@ -23,6 +23,7 @@ import platform
 from pathlib import Path
 
 import torch
+from common import course_recipe
 
 from minibert import corpora, pretraining
 from minibert.recipes import RUN_FOLDER, pretrain
@@ -32,9 +33,7 @@ from minibert.tokenization import BertTokenizer
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "runs" / "recipes"
 RESULTS = Path(__file__).resolve().parent / "results"
-SCHEDULE = dict(
-    preset="tiny", steps=30_000, warmup_steps=1000, lr=2e-3, dropout=0.0, eval_every=500, seed=0
-)
+SCHEDULE = course_recipe.options()  # the course checkpoint's schedule, from its recipe.json
 CANDIDATES = {  # name -> (what it is, the options beside SCHEDULE)
     "plain": ("plain BERT (c)", {}),
     "neighbours": (

@@ -44,17 +44,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import course_recipe, grid
+
 from minibert.recipes.outputs import RUN_FOLDER
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "runs" / "scale"
 RESULTS = Path(__file__).resolve().parent / "results"
 FRACTIONS = (0.125, 0.25, 0.5, 1.0)
-RECIPE = [  # the course checkpoint's command (data/course_checkpoint/README.md), less --out
-    "--preset", "tiny", "--steps", "30000", "--warmup-steps", "1000", "--lr", "2e-3",
-    "--dropout", "0", "--neighbour-steps", "3000", "--eval-every", "500",
-    "--checkpoint-every", "500", "--seed", "0",
-]  # fmt: skip
+RECIPE = course_recipe.flags()  # the course checkpoint's recipe.json, as pretrain's flags
 SMOKE = [
     "--steps",
     "40",
@@ -66,7 +64,7 @@ SMOKE = [
     "20",
     "--checkpoint-every",
     "20",
-]  # fmt: skip  (a check that the stage runs, not a result)
+]  # a check that the stage runs, not a result
 
 
 def run_folder(fraction: float, runs: Path = RUNS) -> Path:
@@ -108,8 +106,16 @@ def export(file: Path) -> None:
     print(f"{len(articles)} articles written to {file}")
 
 
-def pretrain_all(corpus: str, runs: Path, parallel: int, device: str | None, threads: int,
-                 smoke: bool = False, fractions=FRACTIONS, articles: Path | None = None) -> None:  # fmt: skip
+def pretrain_all(
+    corpus: str,
+    runs: Path,
+    parallel: int,
+    device: str | None,
+    threads: int,
+    smoke: bool = False,
+    fractions=FRACTIONS,
+    articles: Path | None = None,
+) -> None:
     """The runs not finished yet, `parallel` at a time, each resuming what it had saved."""
     recipe = RECIPE if not smoke else [*RECIPE, *SMOKE]  # later flags win
     pending = [f for f in fractions if not finished(run_folder(f, runs))]
@@ -132,9 +138,20 @@ def _run_all(pending, running, recipe, corpus, runs, parallel, device, threads, 
             fraction = pending.pop(0)
             out = run_folder(fraction, runs)
             start = ["-c", READ_EXPORTED] if articles else ["-m", "minibert"]
-            command = [sys.executable, *start, "pretrain", *recipe, "--corpus", corpus,
-                       "--text-fraction", f"{fraction:g}", "--out", str(out),
-                       "--threads", str(threads)]  # fmt: skip
+            command = [
+                sys.executable,
+                *start,
+                "pretrain",
+                *recipe,
+                "--corpus",
+                corpus,
+                "--text-fraction",
+                f"{fraction:g}",
+                "--out",
+                str(out),
+                "--threads",
+                str(threads),
+            ]
             if device:
                 command += ["--device", device]
             if (out / RUN_FOLDER).exists():
@@ -153,15 +170,26 @@ def _run_all(pending, running, recipe, corpus, runs, parallel, device, threads, 
             if process.poll() is not None:
                 running.remove(item)
                 seconds = time.perf_counter() - started
-                print(f"text {fraction:g}: exit {process.returncode} after {seconds:.0f} s",
-                      flush=True)  # fmt: skip
+                print(
+                    f"text {fraction:g}: exit {process.returncode} after {seconds:.0f} s",
+                    flush=True,
+                )
                 if process.returncode == 0:
                     folder = run_folder(fraction, runs)
-                    (folder / "wall.json").write_text(json.dumps({
-                        "seconds": round(seconds, 1), "device": device or "default",
-                        "parallel": parallel, "threads": threads, "corpus": corpus,
-                        "machine": platform.machine(), "python": platform.python_version(),
-                    }) + "\n")  # fmt: skip
+                    (folder / "wall.json").write_text(
+                        json.dumps(
+                            {
+                                "seconds": round(seconds, 1),
+                                "device": device or "default",
+                                "parallel": parallel,
+                                "threads": threads,
+                                "corpus": corpus,
+                                "machine": platform.machine(),
+                                "python": platform.python_version(),
+                            }
+                        )
+                        + "\n"
+                    )
 
 
 def history_of(folder: Path) -> tuple[list[dict], str]:
@@ -240,7 +268,7 @@ def collect(corpus: str, runs: Path) -> dict:
                     "nsp_accuracy": round(h["eval_nsp_accuracy"], 4),
                 }
                 for h in evals
-            ],  # fmt: skip
+            ],
         }
     return results
 
@@ -258,20 +286,35 @@ def plot(results: dict, path: Path) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     for (name, run), colour in zip(runs.items(), plt.cm.viridis([0.1, 0.4, 0.65, 0.9])):
         steps = [c["step"] for c in run["curve"]]
-        left.plot(steps, [100 * c["mask_accuracy"] for c in run["curve"]], color=colour,
-                  label=f"{name} of the text ({run['words']:,} words)")  # fmt: skip
+        left.plot(
+            steps,
+            [100 * c["mask_accuracy"] for c in run["curve"]],
+            color=colour,
+            label=f"{name} of the text ({run['words']:,} words)",
+        )
         left.axhline(100 * run["ngram_mask_accuracy"], color=colour, ls=":", lw=1)
-    left.set(xlabel="pretraining step", ylabel="held-out top-1 at [MASK] (%)",
-             title="the same steps, less text (dotted: n-gram table)")  # fmt: skip
+    left.set(
+        xlabel="pretraining step",
+        ylabel="held-out top-1 at [MASK] (%)",
+        title="the same steps, less text (dotted: n-gram table)",
+    )
     left.legend(fontsize=8)
     words = [r["words"] for r in runs.values()]
     at = [next(c for c in r["curve"] if c["step"] == common) for r in runs.values()]
     right.plot(words, [100 * a["mask_accuracy"] for a in at], "o-", label="course recipe")
-    right.plot(words, [100 * r["ngram_mask_accuracy"] for r in runs.values()], "s:",
-               color="grey", label="n-gram table, same positions")  # fmt: skip
+    right.plot(
+        words,
+        [100 * r["ngram_mask_accuracy"] for r in runs.values()],
+        "s:",
+        color="grey",
+        label="n-gram table, same positions",
+    )
     right.set_xscale("log")
-    right.set(xlabel="words of training text (log)", ylabel="held-out top-1 at [MASK] (%)",
-              title=f"at step {common:,}")  # fmt: skip
+    right.set(
+        xlabel="words of training text (log)",
+        ylabel="held-out top-1 at [MASK] (%)",
+        title=f"at step {common:,}",
+    )
     right.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -287,42 +330,45 @@ PUBLISHED = (  # placed beside the curve, labelled as published (not measured he
 
 def finetune_curve(runs: Path, seeds: int, jobs: int) -> dict:
     """Each share's model and random weights of its own size and vocabulary fine-tuned on TASK at
-    SIZE items by finetuning_shapes.py's protocol (the rate chosen on dev with seed 0, then the
-    other seeds; each run cached in runs/finetune); the gain with its paired interval. Ten seeds
+    SIZE items by the grid's sweep (``common.grid``: the rate chosen on dev with seed 0; here, as
+    when this curve was measured, every seed reported, seed 0 among them, and no restarts; each
+    run cached in runs/finetune); the gain with its paired interval. Ten seeds
     by default, not three: a run takes seconds here, and one seed in three can fall far below
     the others (0.094 against 0.197 and 0.230), which an interval over the items alone hides."""
-    import finetuning_shapes as shapes  # beside this file
-
     cache = runs / "finetune"
     cache.mkdir(parents=True, exist_ok=True)
-    rows, names = {}, []
+    models: dict[str, grid.Model] = {}
     for fraction in FRACTIONS:
         folder = run_folder(fraction, runs)
         if not finished(folder):
             print(f"text {fraction:g}: not finished; left out")
             continue
-        for scratch in (False, True):
-            name = f"text-{fraction:g}" + ("-scratch" if scratch else "")
-            shapes.MODELS[name] = (str(folder), scratch)
-            shapes.RATES[name] = shapes.RATES["course"]
-            names.append(name)
+        name = f"text-{fraction:g}"
+        models[name] = grid.Model(name, str(folder), partner=f"{name}-scratch")
+        models[f"{name}-scratch"] = grid.Model(f"{name}-scratch", str(folder), scratch=True)
     work = Path(tempfile.mkdtemp())
-    jobs_ = [(TASK, name, SIZE, shapes.EPOCHS, seeds, cache, work, False) for name in names]
+    # this curve's protocol: seed 0 chooses the rate and is reported with the others, no restarts
+    jobs_ = [
+        grid.Job(TASK, model, SIZE, cache, work, reported_seeds=tuple(range(seeds)), restarts=0)
+        for model in models.values()
+    ]
     if jobs > 1:
         import multiprocessing
 
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            done = pool.map(shapes.cell, jobs_)
+            done = pool.map(grid.cell, jobs_)
     else:
-        done = [shapes.cell(job) for job in jobs_]
+        done = [grid.cell(job) for job in jobs_]
     shutil.rmtree(work, ignore_errors=True)
-    all_runs = {}
-    for (_, name, *_), row, made in done:
-        rows[name] = row
+    rows, all_runs = {}, {}
+    for job, (row, made) in zip(jobs_, done, strict=True):
+        rows[job.model.name] = row
         all_runs.update(made)
-    table = {"table": {TASK: {name: {str(SIZE): row} for name, row in rows.items()}},
-             "runs": all_runs}  # fmt: skip
-    items = shapes._TestItems(table, TASK)
+    table = {
+        "table": {TASK: {name: {str(SIZE): row} for name, row in rows.items()}},
+        "runs": all_runs,
+    }
+    items = grid.TestItems(table, TASK, {name: model.source for name, model in models.items()})
     gains = {}
     for fraction in FRACTIONS:
         name = f"text-{fraction:g}"
@@ -332,8 +378,8 @@ def finetune_curve(runs: Path, seeds: int, jobs: int) -> dict:
         gains[f"{fraction:g}"] = {
             "pretrained": _row(rows[name]),
             "random": _row(rows[f"{name}-scratch"]),
-            "gain": shapes.paired(TASK, rand, pre, resample_seeds=True),
-            "gain_items_only": shapes.paired(TASK, rand, pre),
+            "gain": grid.paired(TASK, rand, pre, resample_seeds=True),
+            "gain_items_only": grid.paired(TASK, rand, pre),
         }
     return {
         "what": f"{TASK} test span F1 at {SIZE} training sentences, {seeds} seeds (mean, sample sd), the "
@@ -367,28 +413,60 @@ def plot_gain(results: dict, path: Path) -> None:
     for k, (row, colour) in enumerate((("pretrained", "C0"), ("random", "C2"))):
         for w, f in zip(words, fine.values()):
             values = f[row]["values"]
-            left.scatter([w * (1.06 if k else 1 / 1.06)] * len(values), values, s=12,
-                         color=colour, alpha=0.6, label=row if w == words[0] else None)  # fmt: skip
-        left.plot([w * (1.06 if k else 1 / 1.06) for w in words],
-                  [f[row]["mean"] for f in fine.values()], color=colour, lw=1)  # fmt: skip
+            left.scatter(
+                [w * (1.06 if k else 1 / 1.06)] * len(values),
+                values,
+                s=12,
+                color=colour,
+                alpha=0.6,
+                label=row if w == words[0] else None,
+            )
+        left.plot(
+            [w * (1.06 if k else 1 / 1.06) for w in words],
+            [f[row]["mean"] for f in fine.values()],
+            color=colour,
+            lw=1,
+        )
     left.set_xscale("log")
-    left.set(xlabel="words of pretraining text (log)", ylabel=f"{TASK} test span F1",
-             title=f"each seed at {SIZE} labelled sentences (line: mean)")  # fmt: skip
+    left.set(
+        xlabel="words of pretraining text (log)",
+        ylabel=f"{TASK} test span F1",
+        title=f"each seed at {SIZE} labelled sentences (line: mean)",
+    )
     left.legend(fontsize=8)
     gain = [fine[f]["gain"] for f in fine]
-    right.errorbar(words, [g["difference"] for g in gain],
-                   yerr=[[g["difference"] - g["low"] for g in gain],
-                         [g["high"] - g["difference"] for g in gain]],
-                   marker="o", capsize=4, label="measured here: the course recipe, 30,000 steps")  # fmt: skip
+    right.errorbar(
+        words,
+        [g["difference"] for g in gain],
+        yerr=[
+            [g["difference"] - g["low"] for g in gain],
+            [g["high"] - g["difference"] for g in gain],
+        ],
+        marker="o",
+        capsize=4,
+        label="measured here: the course recipe, 30,000 steps",
+    )
     right.axhline(0, color="grey", lw=1)
     for x, label in PUBLISHED:
         right.axvline(x, color="C3", ls=":", lw=1)
-        right.text(x, 0.02, "published: " + label, transform=right.get_xaxis_transform(),
-                   fontsize=7, ha="right", va="bottom", rotation=90, color="C3")  # fmt: skip
+        right.text(
+            x,
+            0.02,
+            "published: " + label,
+            transform=right.get_xaxis_transform(),
+            fontsize=7,
+            ha="right",
+            va="bottom",
+            rotation=90,
+            color="C3",
+        )
     right.set_xscale("log")
     right.set_xlim(2e4, 1e10)
-    right.set(xlabel="words of pretraining text (log)", ylabel="F1: pretrained - random",
-              title="the gain, 95% interval over seeds and sentences")  # fmt: skip
+    right.set(
+        xlabel="words of pretraining text (log)",
+        ylabel="F1: pretrained - random",
+        title="the gain, 95% interval over seeds and sentences",
+    )
     right.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -401,15 +479,24 @@ def main(argv: list[str] | None = None) -> None:
     ex.add_argument("file", type=Path)
     pre = sub.add_parser("pretrain", help="the four pretraining runs (resumable)")
     pre.add_argument("--corpus", default="wikipedia", help="'wikipedia', a dump or a folder")
-    pre.add_argument("--articles", type=Path, default=None,
-                     help="the Wikipedia articles from `export FILE` (a machine without gensim)")  # fmt: skip
+    pre.add_argument(
+        "--articles",
+        type=Path,
+        default=None,
+        help="the Wikipedia articles from `export FILE` (a machine without gensim)",
+    )
     pre.add_argument("--runs", type=Path, default=RUNS)
     pre.add_argument("--parallel", type=int, default=1, help="runs side by side")
     pre.add_argument("--device", default=None, help="cpu or cuda (default: the GPU if present)")
     pre.add_argument("--threads", type=int, default=2, help="torch threads per run")
     pre.add_argument("--smoke", action="store_true", help="40 steps: check the stage runs")
-    pre.add_argument("--fractions", type=float, nargs="+", default=FRACTIONS,
-                     help="the shares to run (default: all four)")  # fmt: skip
+    pre.add_argument(
+        "--fractions",
+        type=float,
+        nargs="+",
+        default=FRACTIONS,
+        help="the shares to run (default: all four)",
+    )
     col = sub.add_parser("collect", help="the runs' held-out curves and baselines: results")
     col.add_argument("--corpus", default="wikipedia", help="the corpus the runs read")
     col.add_argument("--runs", type=Path, default=RUNS)
@@ -422,12 +509,23 @@ def main(argv: list[str] | None = None) -> None:
     if args.stage == "export":
         export(args.file)
     elif args.stage == "pretrain":
-        pretrain_all(args.corpus, args.runs, args.parallel, args.device, args.threads, args.smoke,
-                     args.fractions, args.articles)  # fmt: skip
+        pretrain_all(
+            args.corpus,
+            args.runs,
+            args.parallel,
+            args.device,
+            args.threads,
+            args.smoke,
+            args.fractions,
+            args.articles,
+        )
     elif args.stage == "collect":
         machine = args.machine or f"{platform.machine()}, {os.cpu_count()} CPUs, no GPU"
-        results = {**collect(args.corpus, args.runs), "machine": machine,
-                   "date": time.strftime("%Y-%m-%d")}  # fmt: skip
+        results = {
+            **collect(args.corpus, args.runs),
+            "machine": machine,
+            "date": time.strftime("%Y-%m-%d"),
+        }
         RESULTS.mkdir(exist_ok=True)
         (RESULTS / "pretraining_scale.json").write_text(json.dumps(results, indent=1) + "\n")
         plot(results, RESULTS / "pretraining_scale.png")

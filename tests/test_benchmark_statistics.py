@@ -11,6 +11,7 @@ from minibert.tasks import mentions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import finetuning_shapes  # noqa: E402  (benchmarks/, beside the tests)
+from common import grid  # noqa: E402
 
 
 def test_span_counts_per_sentence_give_the_span_f1_the_task_reports():
@@ -20,10 +21,22 @@ def test_span_counts_per_sentence_give_the_span_f1_the_task_reports():
     right, guessed, wanted = mentions.span_counts(gold, guess)
     assert (right, guessed, wanted) == (2, 4, 4)
     none = [[0] * len(g) for g in gold]
-    a = [finetuning_shapes.per_item("wiki-mentions", gold, none)]
-    b = [finetuning_shapes.per_item("wiki-mentions", gold, guess)]
+    measure = grid.Measure.of("wiki-mentions")  # from the task: its spans, not its name
+    assert measure.counts and measure.headline == "f1"
+    a = [measure.item_scores(gold, none)]
+    b = [measure.item_scores(gold, guess)]
     gap = finetuning.paired_bootstrap_f1(a, b, resamples=200)[0]
     assert gap == pytest.approx(2 * right / (guessed + wanted))  # 0.5, the span F1
+
+
+def test_each_task_measure_comes_from_its_shape_and_scores():
+    """The headline and the per-item unit of every task the grid runs, read off the task."""
+    assert grid.Measure.of("rotten-tomatoes").headline == "accuracy"
+    assert grid.Measure.of("wiki-qnli").item_scores([1, 0], [1, 1]) == [1.0, 0.0]
+    caps = grid.Measure.of("review-capitalisation")  # F1 of label 1's words, from counts
+    assert caps.counts and caps.item_scores([[1, 0, 1]], [[1, 1, 0]]) == [[1, 1, 1]]
+    qa = grid.Measure.of("wiki-qa")  # SQuAD F1 per question, a percentage in the table
+    assert qa.headline == "f1" and qa.scale == 100 and not qa.counts
 
 
 def test_each_pretrained_row_is_paired_with_random_weights_of_its_own_size_and_kind():
@@ -36,11 +49,25 @@ def test_each_pretrained_row_is_paired_with_random_weights_of_its_own_size_and_k
     assert partner("minilm-probe") == "minilm-scratch-probe"
     assert partner("course-mean") == "scratch-mean"  # fine-tuned on the mean: the same
     assert partner("self-mean") == "self-scratch-mean"
+    assert partner("minilm-cls") == "minilm-scratch-cls"  # [CLS] without the pooler: the same
     assert partner("scratch") is partner("minilm-scratch-probe") is partner("scratch-mean") is None
 
 
-def test_intervals_compare_probes_with_probes(monkeypatch):
-    """A probe row's interval is against the random probe, never against fine-tuned weights."""
+def test_the_rows_read_what_their_names_say():
+    """-mean and -cls fine-tune the whole model on the tokens' mean or on [CLS] without the
+    pooler; -probe trains a linear head on frozen features."""
+    text = type("Task", (), {"shape": "text"})()
+    models = finetuning_shapes.MODELS
+    assert models["course"].options(text) == {}  # BERT's pooled [CLS]
+    assert models["course-mean"].options(text) == {"pooling": "mean"}
+    assert models["minilm-cls"].options(text) == {"pooling": "first"}
+    assert models["course-probe"].options(text)["freeze_encoder"] is True
+    assert models["minilm-scratch-cls"].scratch and models["minilm-cls"].rates == (3e-5, 1e-4)
+
+
+def test_intervals_compare_probes_with_probes_and_every_row_with_the_rules(monkeypatch):
+    """A probe row's interval is against the random probe, never against fine-tuned weights; a
+    fine-tuned row against a rule gets the same paired interval, its seeds drawn too."""
     rows = {  # per item 0/1, two seeds, three items
         "scratch": [[1.0, 1.0, 1.0]] * 2,
         "course": [[1.0, 1.0, 1.0]] * 2,
@@ -49,38 +76,43 @@ def test_intervals_compare_probes_with_probes(monkeypatch):
     }
 
     class Items:
-        def __init__(self, done, task):
-            pass
-
         def row(self, model, size):
             return rows.get(model) if size == "256" else None
 
-    monkeypatch.setattr(finetuning_shapes, "_TestItems", Items)
+    monkeypatch.setattr(finetuning_shapes, "_items", lambda done, task: Items())
+    rule = {"majority class": [[0.0, 1.0, 0.0]] * 2}  # the rule of each seed's own subset
+    monkeypatch.setattr(finetuning_shapes, "_rules", lambda *args: rule)
     done = {"table": {"rotten-tomatoes": {m: {} for m in rows}}}
     found = finetuning_shapes.intervals(done)["rotten-tomatoes"]["256"]
-    assert set(found) == {"course - scratch", "course-probe - scratch-probe"}
+    assert set(found) == {
+        "course - scratch",
+        "course-probe - scratch-probe",
+        "course - majority class",
+        "scratch - majority class",
+    }
     assert found["course-probe - scratch-probe"]["difference"] == pytest.approx(2 / 3)
     assert found["course - scratch"]["difference"] == 0
+    assert found["course - majority class"]["difference"] == pytest.approx(2 / 3)
+    assert "seeds_low" in found["course - majority class"]  # as model against model
     # the same two seeds agree, so drawing the seeds too gives the items' interval again
     probe = found["course-probe - scratch-probe"]
     assert (probe["seeds_low"], probe["seeds_high"]) == (probe["low"], probe["high"])
 
 
-def test_a_fresh_clone_resumes_from_the_committed_runs(tmp_path, monkeypatch):
-    """seed_cache writes the results file's runs into an empty cache, keeps those already there,
-    and the cell then finds them instead of training again."""
-    results, cache = tmp_path / "results.json", tmp_path / "cache"
-    cache.mkdir()
+def test_a_fresh_clone_resumes_from_the_committed_runs(tmp_path):
+    """seed_from writes the results file's runs into an empty cache, keeps those already there,
+    and gather then finds them."""
+    results, cache = tmp_path / "results.json", grid.RunCache(tmp_path / "cache")
+    cache.folder.mkdir()
     kept = {"dev_selection": 0.5, "dev_loss": 0.7, "test": {"accuracy": 0.6}}
     results.write_text(json.dumps({"runs": {"rotten-tomatoes/course/256/0.001/0": kept,
                                             "rotten-tomatoes/course/256/0.003/0": kept}}))  # fmt: skip
-    newer = cache / "rotten-tomatoes_course_256_0.003_0.json"
+    newer = cache.folder / "rotten-tomatoes_course_256_0.003_0.json"
     newer.write_text(json.dumps({**kept, "dev_selection": 0.9}) + "\n")
-    assert finetuning_shapes.seed_cache(results, cache) == 1
-    assert finetuning_shapes.seed_cache(results, cache) == 0
+    assert cache.seed_from(results) == 1
+    assert cache.seed_from(results) == 0
     assert json.loads(newer.read_text())["dev_selection"] == 0.9  # the cache's own run is kept
-    monkeypatch.setattr(finetuning_shapes, "OUT", tmp_path / "not-yet.json")
-    runs = finetuning_shapes.gather(cache)["runs"]
+    runs = cache.gather(tmp_path / "not-yet.json")["runs"]
     assert runs["rotten-tomatoes/course/256/0.001/0"] == kept
 
 
@@ -91,6 +123,7 @@ def test_baselines_by_size_are_built_from_each_seeds_subset(monkeypatch):
 
     class Task:
         max_length = 128
+        shape = "text"
 
         def datasets(self, tok, max_length, size, seed):
             asked.append((max_length, size, seed))
@@ -110,38 +143,44 @@ def test_baselines_by_size_are_built_from_each_seeds_subset(monkeypatch):
     assert asked == [(64, 256, 0)]  # as benchmarks/finetuning.py ran it
 
 
-def test_a_seeded_run_without_predictions_serves_the_sweep_and_is_run_again_for_the_table(
-    tmp_path, monkeypatch
-):
-    """The results file keeps test predictions only for the table's runs; seeded into the cache,
-    another run may choose a rate on dev, but a seed the table shows is run again."""
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    seeded = {"dev_selection": 0.6, "dev_loss": 0.5, "test": {"accuracy": 0.55}}
-    (cache / "rotten-tomatoes_course_256_0.001_0.json").write_text(json.dumps(seeded))
-    ran = []
-
-    def fine_tune(task, model, size, lr, seed, epochs, work):
-        ran.append((lr, seed))
-        return {**seeded, "test_predictions": [1, 0], "dev_selection": 0.1 * seed}
+def _fake_sweep(monkeypatch, lr=1e-3):
+    """choose_lr that tries one rate with the choosing seed and chooses it."""
 
     def choose_lr(trial, rates, **kwargs):
-        trial(1e-3)  # the sweep reads the seeded run, and runs nothing
+        trial(lr)
 
         class Swept:
-            chosen = type("Chosen", (), {"lr": 1e-3})
+            chosen = type("Chosen", (), {"lr": lr})
 
             def as_dict(self):
                 return {}
 
         return Swept()
 
-    monkeypatch.setattr(finetuning_shapes, "fine_tune", fine_tune)
-    monkeypatch.setattr(finetuning_shapes, "choose_lr", choose_lr)
-    job = ("rotten-tomatoes", "course", 256, 3, 2, cache, tmp_path, False)
-    _, row, runs = finetuning_shapes.cell(job)
-    assert ran == [(1e-3, 0), (1e-3, 1)]  # seed 0 again, for its predictions
-    assert all("test_predictions" in run for run in runs.values())
+    monkeypatch.setattr(grid, "choose_lr", choose_lr)
+
+
+def test_a_seeded_run_without_predictions_serves_the_sweep_and_is_run_again_for_the_table(
+    tmp_path, monkeypatch
+):
+    """The results file keeps test predictions only for the table's runs; seeded into the cache,
+    a run may choose a rate on dev, but a seed the table shows is run again."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    seeded = {"dev_selection": 0.6, "dev_loss": 0.5, "test": {"accuracy": 0.55}}
+    for seed in (0, 1):
+        (cache / f"rotten-tomatoes_course_256_0.001_{seed}.json").write_text(json.dumps(seeded))
+    ran = []
+
+    def fine_tune(job, lr, seed):
+        ran.append((lr, seed))
+        return {**seeded, "test_predictions": [1, 0], "dev_selection": 0.7}
+
+    _fake_sweep(monkeypatch)
+    job = grid.Job("rotten-tomatoes", finetuning_shapes.MODELS["course"], 256, cache, tmp_path)
+    row, runs = grid.cell(job, fine_tune)
+    assert ran == [(1e-3, 1), (1e-3, 2)]  # the reported seeds, again for their predictions
+    assert all("test_predictions" in run for key, run in runs.items() if key in row["runs"])
     with pytest.raises(LookupError):  # nothing runs with --cached-only: the gap is reported
-        (cache / "rotten-tomatoes_course_256_0.001_0.json").write_text(json.dumps(seeded))
-        finetuning_shapes.cell(job[:-1] + (True,))
+        (cache / "rotten-tomatoes_course_256_0.001_1.json").write_text(json.dumps(seeded))
+        grid.cell(grid.Job("rotten-tomatoes", job.model, 256, cache, tmp_path, cached_only=True))

@@ -1,0 +1,123 @@
+"""The benchmarks' shared base (benchmarks/common): the restart rule and the reported seeds, and
+that no benchmark script leans on another script."""
+
+import ast
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+from common import course_recipe, grid, restarts  # noqa: E402
+
+from minibert.tasks.registry import Selection, label_scores  # noqa: E402
+
+SCRIPTS = sorted(BENCHMARKS.glob("*.py"))
+
+
+def _imported(path: Path) -> set[str]:
+    """The top-level names of every module the file imports, wherever the import statement sits."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.name)
+def test_no_benchmark_script_imports_another(path):
+    """A script takes what it shares from benchmarks/common, never from another script."""
+    scripts = {p.stem for p in SCRIPTS}
+    assert not _imported(path) & scripts, f"{path.name} imports {_imported(path) & scripts}"
+
+
+def test_the_common_base_imports_no_script():
+    scripts = {p.stem for p in SCRIPTS}
+    for path in sorted((BENCHMARKS / "common").glob("*.py")):
+        assert not _imported(path) & scripts, path.name
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.name)
+def test_no_script_declares_a_global_or_chains_on_a_task_name(path):
+    """Module state is set once where it is defined; what differs between tasks comes from the
+    task, not from `if task == ...`."""
+    source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Global)], path.name
+    assert "if task ==" not in source, path.name
+
+
+def test_the_course_recipe_is_read_from_the_checkpoints_recipe_file():
+    recipe = json.loads((BENCHMARKS.parent / "data" / "course_checkpoint" / "recipe.json").read_text())
+    flags = course_recipe.flags()
+    assert flags[flags.index("--steps") + 1] == str(recipe["steps"])
+    assert flags[flags.index("--neighbour-steps") + 1] == str(recipe["neighbour_steps"])
+    assert course_recipe.options()["lr"] == recipe["lr"]
+
+
+def test_a_restart_replaces_a_collapsed_run_and_test_never_chooses():
+    """Seed 1 collapses (dev at the trivial level); its first restart that leaves the level on dev
+    is kept, even where a later restart would test better."""
+    dev = {1: 0.5, 101: 0.51, 102: 0.7, 103: 0.9}  # 101 is still within the margin of 0.5
+    test = {1: 0.52, 101: 0.6, 102: 0.55, 103: 0.8}
+    selection = Selection("balanced_accuracy", lambda r: r, trivial=0.5)
+    ran = []
+
+    def run(seed):
+        ran.append(seed)
+        return {"dev": dev[seed], "test": test[seed]}
+
+    kept, how = restarts.with_restarts(run, lambda r: selection.near_trivial(r["dev"]), 1)
+    assert ran == [1, 101, 102] and kept["test"] == 0.55
+    assert (how.kept, how.tried, how.trivial) == (102, [101, 102], False)
+    # a seed that learned is not restarted; one that never leaves the level is marked, not dropped
+    assert restarts.with_restarts(run, lambda r: False, 1)[1].tried == []
+    kept, how = restarts.with_restarts(run, lambda r: True, 1)
+    assert kept["test"] == 0.52 and how.trivial and how.tried == [101, 102, 103]
+
+
+def test_a_restart_that_may_not_run_leaves_the_place_marked_incomplete():
+    kept, how = restarts.with_restarts(lambda s: {"s": s} if s == 2 else None, lambda r: True, 2)
+    assert kept == {"s": 2} and how.trivial and not how.complete and how.tried == []
+
+
+class _FakeTask:
+    """A label per text whose balanced accuracy is the dev measure (0.5: one label everywhere)."""
+
+    shape = "text"
+    score = staticmethod(label_scores)
+    selection = Selection("balanced_accuracy", lambda r: r, trivial=0.5)
+
+
+def test_the_grid_reports_seeds_that_did_not_choose_the_rate_and_restarts_a_collapsed_one(
+    tmp_path, monkeypatch
+):
+    """Seed 0 sweeps and chooses the rate and is not reported; seed 1 collapses on dev and its
+    restart 101 is reported in its place; seed 2 learned and stands."""
+    monkeypatch.setattr(grid.tasks, "get", lambda name: _FakeTask())
+    dev = {0: 0.8, 1: 0.5, 2: 0.75, 101: 0.72}
+    ran = []
+
+    def fine_tune(job, lr, seed):
+        ran.append((lr, seed))
+        return {
+            "dev_selection": dev[seed] - (0.1 if lr != 1e-3 else 0.0),
+            "dev_loss": 0.5,
+            "test": {"accuracy": dev[seed] - 0.05},
+            "test_predictions": [seed],
+        }
+
+    model = grid.Model("fake", "course", rates=(3e-4, 1e-3, 3e-3))
+    row, runs = grid.cell(grid.Job("fake-task", model, 64, tmp_path, tmp_path), fine_tune)
+    assert row["lr"] == 1e-3
+    assert {seed for _, seed in ran if _ != 1e-3} == {0}  # only seed 0 tried the other rates
+    assert [seed for lr, seed in ran if lr == 1e-3] == [0, 1, 101, 2]
+    assert row["runs"] == ["fake-task/fake/64/0.001/101", "fake-task/fake/64/0.001/2"]
+    assert row["values"] == pytest.approx([0.67, 0.70])  # seed 0's 0.75 is not among them
+    assert row["restarted"] == 1 and row["trivial"] == 0
+    assert [s["kept"] for s in row["seeds"]] == [101, 2]
+    assert restarts.CHOOSING_SEED not in restarts.REPORTED_SEEDS
