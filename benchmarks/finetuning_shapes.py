@@ -49,7 +49,9 @@ saw (``baselines_by_size``: a model is set against the rules that had its labels
 adds the paired intervals (test items resampled, seeds averaged; and the seeds drawn too): each
 row against random weights of its size and vocabulary, and each fine-tuned row against each rule
 built from the training items its own runs saw (seed k's run against seed k's rule); and draws
-finetuning_shapes.png: each task's test score against the training size.
+finetuning_shapes.png: each task's test score against the training size. A task whose test
+items no longer match its runs' predictions (its data rebuilt since) gets no intervals and is
+listed under "stale" until its rows are run again.
 """
 
 from __future__ import annotations
@@ -290,11 +292,12 @@ def intervals(done: dict) -> dict:
     paired over the test items with the seeds averaged, and over the seeds and the items (the two
     rows' seed s drawn together)."""
     out: dict = {}
+    done["stale"] = {}  # found again each time: a task re-run on its new data is no longer stale
     for task, rows in done.get("table", {}).items():
-        if task in done.get("stale", {}):
-            continue
+        started = time.perf_counter()
         try:
             out[task] = _task_intervals(done, task, rows)
+            print(f"{task}: intervals in {time.perf_counter() - started:.0f} s", flush=True)
         except grid.ItemsChanged as error:
             done.setdefault("stale", {})[task] = str(error)
             print(f"{task}: no intervals ({error})")
@@ -316,7 +319,7 @@ def _task_intervals(done: dict, task: str, rows: dict) -> dict:
         for model, b in found.items():
             if b and MODELS[model].head != "probe":
                 for rule, a in _rules(items, done, task, model, size).items():
-                    at[f"{model} - {rule}"] = paired(task, a, b, both=True)
+                    at[f"{model} - {rule}"] = paired(task, a, b, both=True, test=False)
         if at:
             out[size] = at
     return out
@@ -364,39 +367,54 @@ def report(done: dict, out: Path = OUT) -> None:
                     if "seeds_low" in p
                     else ""
                 )
+                test = f" p={p['p']:.4f}" if "p" in p else ""
                 print(
                     f"  {size:>4} {name:<28} {p['difference']:+.3f} "
-                    f"[{p['low']:+.3f}, {p['high']:+.3f}] p={p['p']:.4f}{seeds}"
+                    f"[{p['low']:+.3f}, {p['high']:+.3f}]{test}{seeds}"
                 )
     summary = done["restarts"]
     print(
-        f"\n{summary['restarted']} reported runs restarted, {summary['still_trivial']} still "
-        f"trivial: " + ", ".join(summary["trivial_cells"])
+        f"\n{summary['restarted']} of {summary['reported']} reported runs restarted "
+        f"({summary['restarts_run']} restarts), {summary['left_the_trivial_level']} left the "
+        f"trivial level; still trivial after every restart: "
+        f"{', '.join(summary['still_trivial_after_restarts']) or 'none'}; trivial, restarts not "
+        f"run: {', '.join(summary['trivial_restarts_not_run']) or 'none'}"
     )
     results_file.save(done, out)
     plot(done, out.with_suffix(".png"))
 
 
 def restart_summary(done: dict) -> dict:
-    """How many reported runs needed a restart, and which cells still hold a trivial run."""
-    rows = [
-        (task, model, size, row)
+    """How many reported runs needed a restart, and which cells still hold a run at the trivial
+    level: after every restart, or with restarts not run here (a stale task is left out)."""
+    stale = done.get("stale", {})
+    places = [
+        (f"{task}/{model}/{size}", k)
         for task, by_model in done.get("table", {}).items()
+        if task not in stale
         for model, by_size in by_model.items()
         if model != "baselines"
         for size, row in by_size.items()
+        for k in row.get("seeds", ())
     ]
-    places = [(t, m, s, k) for t, m, s, row in rows for k in row.get("seeds", ())]
     return {
         "rule": "seed 0 chooses the rate and is not reported; seeds 1 and 2 are; a reported run "
         "at the trivial level on dev (Selection.near_trivial) is restarted with seeds 101-103 "
-        "(seed 2: 201-203), the first restart that leaves it kept (benchmarks/common/restarts.py)",
+        "(seed 2: 201-203), the first restart that leaves it kept; test never chooses "
+        "(benchmarks/common/restarts.py). A model minus a rule: the rule built from the training "
+        "items of the model's own runs (seed k's subset against seed k's run), as model minus "
+        "model, the items' interval and the seeds' too",
         "reported": len(places),
-        "restarted": sum(bool(k["tried"]) for *_, k in places),
-        "restarts_run": sum(len(k["tried"]) for *_, k in places),
-        "still_trivial": sum(k["trivial"] for *_, k in places),
-        "not_restarted": sum(not k["complete"] for *_, k in places),
-        "trivial_cells": sorted({f"{t}/{m}/{s}" for t, m, s, k in places if k["trivial"]}),
+        "restarted": sum(bool(k["tried"]) for _, k in places),
+        "restarts_run": sum(len(k["tried"]) for _, k in places),
+        "left_the_trivial_level": sum(bool(k["tried"]) and not k["trivial"] for _, k in places),
+        "still_trivial_after_restarts": sorted(
+            {cell for cell, k in places if k["trivial"] and k["complete"]}
+        ),
+        "trivial_restarts_not_run": sorted(
+            {cell for cell, k in places if k["trivial"] and not k["complete"]}
+        ),
+        "stale_tasks": sorted(stale),
     }
 
 

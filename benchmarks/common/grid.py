@@ -315,20 +315,25 @@ def word_counts(gold: list, predicted: list) -> list[list[int]]:
     return out
 
 
-def paired(task: str, a: list, b: list, resample_seeds: bool = False, both: bool = False) -> dict:
+def paired(
+    task: str, a: list, b: list, resample_seeds: bool = False, both: bool = False, test: bool = True
+) -> dict:
     """b - a with its 95% paired bootstrap interval and a paired test (a, b: seeds x items); with
     resample_seeds the interval draws the seeds too (the runs' variation, not only the items');
-    with both, the items' interval and the seeds-and-items one (seeds_low, seeds_high)."""
+    with both, the items' interval and the seeds-and-items one (seeds_low, seeds_high); without
+    test, no p-value (the permutation test is the slow part)."""
     measure = Measure.of(task)
     bootstrap = finetuning.paired_bootstrap_f1 if measure.counts else finetuning.paired_bootstrap
-    test = (
-        finetuning.paired_permutation_test_f1
-        if measure.counts
-        else finetuning.paired_sign_flip_test
-    )
     gap, low, high = bootstrap(a, b, resample_seeds=resample_seeds)
     scale = measure.scale
-    out = {"difference": gap * scale, "low": low * scale, "high": high * scale, "p": test(a, b)}
+    out = {"difference": gap * scale, "low": low * scale, "high": high * scale}
+    if test:
+        p_value = (
+            finetuning.paired_permutation_test_f1
+            if measure.counts
+            else finetuning.paired_sign_flip_test
+        )
+        out["p"] = p_value(a, b)
     if both:
         _, low, high = bootstrap(a, b, resample_seeds=True)
         out |= {"seeds_low": low * scale, "seeds_high": high * scale}
@@ -349,19 +354,26 @@ class TestItems:
     def __init__(self, done: dict, task: str, sources: dict[str, str]):
         self.done, self.task, self.sources = done, task, sources
         self.spec, self.measure = tasks.get(task), Measure.of(task)
-        self._gold: dict[str, list] = {}
+        self._tokenizers: dict[str, tuple[str, BertTokenizer]] = {}  # source -> (vocab, tok)
+        self._gold: dict[str, list] = {}  # by vocabulary: models that share one share the items
         self._rules: dict[tuple, dict[str, list]] = {}
 
-    def _tokenizer(self, source: str) -> BertTokenizer:
+    def _tokenizer(self, source: str) -> tuple[str, BertTokenizer]:
+        """The source's vocabulary (its vocab.txt, the key of what is read once) and tokenizer."""
         from minibert.recipes.shared import model_folder
 
-        return BertTokenizer.from_pretrained(model_folder(source))
+        if source not in self._tokenizers:
+            folder = model_folder(source)
+            vocab = (folder / "vocab.txt").read_text(encoding="utf-8")
+            self._tokenizers[source] = (vocab, BertTokenizer.from_pretrained(folder))
+        return self._tokenizers[source]
 
     def gold(self, source: str) -> list:
-        if source not in self._gold:
-            data = self.spec.datasets(self._tokenizer(source), self.spec.max_length, None, 0)
-            self._gold[source] = self.spec.gold(data[2])
-        return self._gold[source]
+        vocab, tok = self._tokenizer(source)
+        if vocab not in self._gold:
+            data = self.spec.datasets(tok, self.spec.max_length, None, 0)
+            self._gold[vocab] = self.spec.gold(data[2])
+        return self._gold[vocab]
 
     def runs(self, model: str, size: str) -> list[dict] | None:
         row = self.done["table"][self.task].get(model, {}).get(size)
@@ -384,12 +396,13 @@ class TestItems:
     def rule(self, name: str, source: str, size: int | None, seed: int) -> list:
         """A baseline built from the training items that a run with this seed saw at this size
         (all of them: size None), per test item, on the words as source's tokenizer cuts them."""
-        key = (source, size, seed)
+        vocab, tok = self._tokenizer(source)
+        key = (vocab, size, seed if size is not None else 0)  # all the items: the same for any seed
         if key not in self._rules:
-            data = self.spec.datasets(self._tokenizer(source), self.spec.max_length, size, seed)
+            data = self.spec.datasets(tok, self.spec.max_length, size, seed)
             gold = self.spec.gold(data[2])
             self._rules[key] = {
-                b.name: self.measure.item_scores(gold, b.predict(*data, self._tokenizer(source)))
+                b.name: self.measure.item_scores(gold, b.predict(*data, tok))
                 for b in self.spec.baselines
             }
         return self._rules[key][name]

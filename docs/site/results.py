@@ -249,9 +249,12 @@ def _restart_note(data: dict) -> str:
     r = data.get("restarts")
     if not r:
         return ""
+    still = r["still_trivial_after_restarts"]
     note = (
-        f" ({r['restarted']} of {r['reported']} reported runs restarted; "
-        f"{r['still_trivial']} still at the trivial level, in {len(r['trivial_cells'])} cells)"
+        f" ({r['restarted']} of {r['reported']} reported runs restarted, "
+        f"{r['left_the_trivial_level']} of them off the trivial level; still at it after every "
+        f"restart: {', '.join(still) or 'none'}; with restarts not run yet: "
+        f"{len(r['trivial_restarts_not_run'])} cells)"
     )
     stale = ", ".join(sorted(data.get("stale", {})))
     return note + (f"; stale, their data rebuilt since the runs: {stale}" if stale else "")
