@@ -737,6 +737,74 @@ def wiki_swag(data: dict) -> Section:
     )
 
 
+def retrieval(data: dict) -> Section:
+    measures = data["measures"]
+    rows = []
+    for name, r in data["rows"].items():
+        gaps = [
+            signed_interval(r["vs_bm25"][m]) if m in r["vs_bm25"] else "-"
+            for m in ("recall@5", "mrr@10")
+        ]
+        s = r.get("seconds", {})
+        encoded = s.get("passages", s.get("index"))
+        rows.append(
+            [
+                name,
+                *(num(r["test"][m]) for m in measures),
+                *gaps,
+                f"{encoded:.1f}" if encoded is not None else "-",
+                f"{s['per_query_ms']:.1f}" if "per_query_ms" in s else "-",
+            ]
+        )
+    header = [
+        *("retriever", *measures, "recall@5 vs BM25", "MRR@10 vs BM25"),
+        *("index or passages s", "ms per query"),
+    ]
+    layers = [
+        [name, ", ".join(f"{v:.2f}" for v in values)] for name, values in data["anisotropy"].items()
+    ]
+    h = next(r for r in data["rows"].values() if r["kind"] == "hybrid")
+    taught = ""
+    for name, r in data["rows"].items():
+        if "training" not in r:
+            continue
+        t, vs = r["training"], r.get("vs_course_best", {})
+        trials = ", ".join(f"{x['lr']:g}: {x['mrr@10']:.3f}" for x in t["lr_trials"])
+        taught += (
+            f" {name}: the course checkpoint trained on the {t['pairs']} training questions' "
+            f"(question, paragraph) pairs with in-batch negatives ({t['steps']} steps of "
+            f"{t['batch_size']}, temperature {t['temperature']}), the rate {t['lr']:g} chosen as "
+            f"{t['lr_rule']} (dev MRR@10: {trials}), then 3 seeds"
+        )
+        if vs:
+            taught += (
+                f"; against {vs['row']}, the checkpoint's strongest pooling: MRR@10 "
+                f"{signed_interval(vs['mrr@10'])}, recall@5 {signed_interval(vs['recall@5'])}"
+            )
+        taught += "."
+    lat, enc = data["latency"], data["minilm_corpus_encoding"]
+    return Section(
+        "Searching the course's Wikipedia (wiki-search)",
+        f"Each of wiki-qa's {data['queries']['test']} test questions (the held-out articles) "
+        f"searches all {data['corpus']['passages']:,} paragraphs of the {data['corpus']['articles']} "
+        "articles for the one it was written about: recall@k and MS MARCO's MRR@10, each row's "
+        "difference from BM25 with its 95% paired bootstrap interval over the test queries "
+        "(random weights and the trained rows: 3 seeds, averaged within each resample). The hybrid's weight was chosen on the "
+        f"{data['queries']['dev']} dev questions ({data['hybrid_rule']}): w = {h['weight']}."
+        f"{taught} "
+        f"Encoding the corpus with MiniLM took {enc['passages']:.0f} s on {enc['threads']} "
+        f"thread(s) (load average {enc['load_average'][0]:.1f} before, {enc['load_average'][1]:.1f} "
+        f"after, on {data['machine']['cpu_count']} cores); its saved index read back in "
+        f"{1000 * lat['index_read_s']:.1f} ms and a query then took {lat['query_ms_median']:.0f} ms "
+        f"(median of {lat['queries']}, {lat['backend']}).",
+        data["command"],
+        table(header, rows)
+        + "\n\nAnisotropy, the mean cosine of 2,000 random pairs of passages' mean-pooled "
+        "vectors, after the embeddings (first) and each layer:\n\n"
+        + table(["encoder", "mean cosine by layer"], layers),
+    )
+
+
 SECTIONS: dict[str, Callable[[dict], Section]] = {
     "model_throughput.json": model_throughput,
     "tokenizer_speed.json": tokenizer_speed,
@@ -761,6 +829,7 @@ SECTIONS: dict[str, Callable[[dict], Section]] = {
     "site_browser.json": site_browser,
     "slides_browser.json": slides_browser,
     "cpu_levers.json": cpu_levers,
+    "retrieval.json": retrieval,
     "wiki_swag.json": wiki_swag,
 }
 # sections written before their file: gpu_suite.json comes from the first run on a lent GPU
