@@ -299,7 +299,7 @@ def finetuning_shapes(data: dict) -> Section:
         "over seeds 1 and 2 at the learning rate the seed-0 sweep chose on dev (the task's "
         "balanced measure, widened at the grid's edge; seed 0 chooses and is not reported), by "
         "number of labelled training items. A reported run that stayed at the trivial level on "
-        "dev was restarted with a new seed, up to 3 times, the first restart that left it kept "
+        "dev was restarted with a new seed, up to 3 times, the first restart that left it kept"
         + _restart_note(data)
         + ". `-probe` rows: frozen features with a linear layer; `-mean` rows: fine-tuned on the "
         "mean of the last hidden states instead of the pooled [CLS]; `-cls` rows: fine-tuned on "
