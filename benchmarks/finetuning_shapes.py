@@ -287,7 +287,9 @@ def _items(done: dict, task: str) -> TestItems:
 
 def intervals(done: dict) -> dict:
     """For every task and size: each pretrained row minus random weights of its size and
-    vocabulary (``random_partner``), and each fine-tuned row minus each of the task's rules built
+    vocabulary (``random_partner``); a -cls row minus the plain row (what the pooler's dense + tanh
+    does) and the -mean row minus the -cls row (what the mean does); each fine-tuned row minus each
+    of the task's rules built
     from the training items its runs saw (its seed k's run against the rule of seed k's subset),
     paired over the test items with the seeds averaged, and over the seeds and the items (the two
     rows' seed s drawn together)."""
@@ -316,6 +318,14 @@ def _task_intervals(done: dict, task: str, rows: dict) -> dict:
             a = found.get(random_partner(model) or "")
             if b and a and len(b) == len(a) and len(b[0]) == len(a[0]):
                 at[f"{model} - {random_partner(model)}"] = paired(task, a, b, both=True)
+        for model, b in found.items():  # the pooler, then the pooling: -cls minus the plain
+            # row (BERT's pooled [CLS]), -mean minus -cls (the same model, seed s with seed s)
+            base = model.removesuffix("-cls")
+            if b and MODELS[model].head == "first":
+                for a_name, b_name in ((base, model), (model, f"{base}-mean")):
+                    a, b2 = found.get(a_name), found.get(b_name)
+                    if a and b2 and len(a) == len(b2):
+                        at[f"{b_name} - {a_name}"] = paired(task, a, b2, both=True)
         for model, b in found.items():
             if b and MODELS[model].head != "probe":
                 for rule, a in _rules(items, done, task, model, size).items():

@@ -67,12 +67,15 @@ def test_the_rows_read_what_their_names_say():
 
 def test_intervals_compare_probes_with_probes_and_every_row_with_the_rules(monkeypatch):
     """A probe row's interval is against the random probe, never against fine-tuned weights; a
-    fine-tuned row against a rule gets the same paired interval, its seeds drawn too."""
+    fine-tuned row against a rule gets the same paired interval, its seeds drawn too; the pooler
+    (-cls minus the plain row) is told from the pooling (-mean minus -cls)."""
     rows = {  # per item 0/1, two seeds, three items
         "scratch": [[1.0, 1.0, 1.0]] * 2,
         "course": [[1.0, 1.0, 1.0]] * 2,
         "scratch-probe": [[0.0, 0.0, 0.0]] * 2,
         "course-probe": [[1.0, 0.0, 1.0]] * 2,
+        "course-cls": [[1.0, 1.0, 0.0]] * 2,  # [CLS] without the pooler
+        "course-mean": [[1.0, 1.0, 1.0]] * 2,
     }
 
     class Items:
@@ -87,9 +90,12 @@ def test_intervals_compare_probes_with_probes_and_every_row_with_the_rules(monke
     assert set(found) == {
         "course - scratch",
         "course-probe - scratch-probe",
-        "course - majority class",
-        "scratch - majority class",
+        "course-cls - course",  # what the pooler does
+        "course-mean - course-cls",  # what the mean does
+        *(f"{m} - majority class" for m in ("course", "scratch", "course-cls", "course-mean")),
     }
+    assert found["course-cls - course"]["difference"] == pytest.approx(-1 / 3)
+    assert found["course-mean - course-cls"]["difference"] == pytest.approx(1 / 3)
     assert found["course-probe - scratch-probe"]["difference"] == pytest.approx(2 / 3)
     assert found["course - scratch"]["difference"] == 0
     assert found["course - majority class"]["difference"] == pytest.approx(2 / 3)
