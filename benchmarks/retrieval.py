@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import time
 from datetime import date
@@ -330,6 +331,13 @@ def latency(passages: list, vectors: Vectors, queries: list) -> dict:
             "query_ms_max": max(times), "queries": len(times), "backend": index.backends()[0]}  # fmt: skip
 
 
+def write(result: dict, out: Path) -> None:
+    """The results as indented JSON, each list of ranks on one line."""
+    text = json.dumps(result, indent=1)
+    text = re.sub(r"\[\s+(\d[\d,\s]*?)\s+\]", lambda m: "[" + " ".join(m[1].split()) + "]", text)
+    out.write_text(text + "\n")
+
+
 def figure(result: dict, out: Path) -> None:
     """Left: each row's test MRR@10 and recall@5; right: anisotropy per layer."""
     import matplotlib
@@ -452,7 +460,7 @@ def main(argv: list[str] | None = None) -> None:
     result["latency"] = latency(passages, vectors, queries["test"])
     result["minilm_corpus_encoding"] = rows["MiniLM mean"]["seconds"]
     result["load_average_after"] = load()
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    write(result, args.out)
     figure(result, args.out.with_suffix(".png"))
     print_table(result)
 
