@@ -92,9 +92,10 @@ NOT_OUTPUTS = {
     ("06", "0.693"): "log 2",
     ("06", "0.999"): "AdamW's beta 2 (BERT's), which exercise 3 asks for",
     ("06", "79.4%"): "Wang & Manning (2012), quoted from the paper",
-    ("06", "83.0%"): "benchmarks/results/finetuning.json (MiniLM, all the labels)",
-    ("06", "70.3%"): "benchmarks/results/finetuning.json (frozen [CLS] features)",
-    ("06", "75.2%"): "benchmarks/results/finetuning.json (frozen mean features)",
+    ("06", "0.750"): "finetuning_shapes.json: MiniLM on rotten-tomatoes at 1,024 (seeds 1, 2)",
+    ("06", "0.107"): "finetuning_shapes.json: minilm - bag of words at 1,024",
+    ("06", "0.083"): "finetuning_shapes.json: minilm - bag of words at 1,024, low",
+    ("06", "0.130"): "finetuning_shapes.json: minilm - bag of words at 1,024, high",
     ("06", "41.9%"): "100% minus the majority's 58.1%, which the cell prints",
     ("09", "0.15"): "BERT's masking rate",
     ("09", "0.49"): "read off the figure above it (the colour bar of d2l's last panel)",
@@ -205,3 +206,15 @@ def test_the_evidence_of_lesson_08_is_the_appendix_after_the_d2l_one():
     code = "\n".join("".join(c["source"]) for c in appendix["cells"] if c["cell_type"] == "code")
     assert "finetuning_shapes.json" in code
     assert "finetune(" not in code and "pretrain(" not in code, "the appendix re-runs no grid"
+
+
+def test_lesson_06_quotes_the_committed_full_runs():
+    """Lesson 6's closing numbers (not printed by a cell) are finetuning_shapes.json's."""
+    root = NOTEBOOKS[0].parent.parent
+    shapes = json.loads(
+        (root / "benchmarks" / "results" / "finetuning_shapes.json").read_text(encoding="utf-8")
+    )
+    mean = shapes["table"]["rotten-tomatoes"]["minilm"]["1024"]["mean"]
+    gap = shapes["intervals"]["rotten-tomatoes"]["1024"]["minilm - bag of words"]
+    quoted = [f"{mean:.3f}", *(f"{abs(gap[k]):.3f}" for k in ("difference", "low", "high"))]
+    assert all(("06", number) in NOT_OUTPUTS for number in quoted), quoted
