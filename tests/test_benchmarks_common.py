@@ -52,7 +52,9 @@ def test_no_script_declares_a_global_or_chains_on_a_task_name(path):
 
 
 def test_the_course_recipe_is_read_from_the_checkpoints_recipe_file():
-    recipe = json.loads((BENCHMARKS.parent / "data" / "course_checkpoint" / "recipe.json").read_text())
+    recipe = json.loads(
+        (BENCHMARKS.parent / "data" / "course_checkpoint" / "recipe.json").read_text()
+    )
     flags = course_recipe.flags()
     assert flags[flags.index("--steps") + 1] == str(recipe["steps"])
     assert flags[flags.index("--neighbour-steps") + 1] == str(recipe["neighbour_steps"])

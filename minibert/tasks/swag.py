@@ -44,6 +44,7 @@ import torch
 
 from minibert import assets, corpora
 from minibert.model import BertForMultipleChoice, BertForPreTraining
+from minibert.tasks.qnli import content_words
 from minibert.tasks.registry import Baseline, Selection, Task, register, subset
 from minibert.tasks.shapes import Argument, Command, Shape, register_shape
 from minibert.tokenization import BertTokenizer, pad
@@ -79,22 +80,11 @@ class SwagItem:
     label: int
 
 
-STOP_WORDS = frozenset(
-    "a an the of in on at to for from by with as and or but is are was were be been being it its "
-    "this that these those which who whom whose what when where why how did do does has have had "
-    "not no into than then there their they he she his her him them we you i also can could would "
-    "should may might will shall about after before over under between during such".split()
-)
 _WORD = re.compile(r"\w+")
 
 
 def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
-
-
-def _content(text: str) -> set[str]:
-    """The lower-cased words of text that are not stop words."""
-    return set(_words(text)) - STOP_WORDS
 
 
 def _fits(sentence: str) -> bool:
@@ -118,11 +108,11 @@ def _item(article: corpora.Article, paragraph: int, at: list[int]) -> SwagItem |
             seen.add(s)
     if len(pool) < 3:
         return None
-    asked, words = _content(context), len(ending.split())
-    shared = len(asked & _content(ending))  # as on-topic as the ending: first; then by length
+    asked, words = content_words(context), len(ending.split())
+    shared = len(asked & content_words(ending))  # as on-topic as the ending: first; then by length
     pool.sort(
         key=lambda j: (
-            len(asked & _content(sentences[j])) < shared,
+            len(asked & content_words(sentences[j])) < shared,
             abs(len(sentences[j].split()) - words),
             j,
         )
@@ -336,7 +326,7 @@ def _shared_words(train, dev, test: ChoiceDataset, tokenizer) -> list[int]:
     """The choice sharing the most words with the context (stop words aside; ties: the first)."""
 
     def shared(context: str, choice: str) -> int:
-        return len(_content(context) & set(_words(choice)))
+        return len(content_words(context) & set(_words(choice)))
 
     return [
         max(range(len(i.choices)), key=lambda k: shared(i.context, i.choices[k]))
