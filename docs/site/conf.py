@@ -11,6 +11,7 @@ project = "minibert"
 author = "the minibert authors"
 copyright = "the minibert authors; code MIT, data and weights under their own licences"
 extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode"]
+viewcode_follow_imported_members = False  # a re-exported name links to its own module only
 exclude_patterns = ["_build", "**.ipynb_checkpoints", "student"]  # student/: the downloads
 html_theme = "furo"
 html_title = "minibert: BERT from first principles"
