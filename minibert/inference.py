@@ -6,7 +6,7 @@
     classify(classifier, tok, ["a gem of a film", "a mess"])   # [("fresh", 0.93), ("rotten", 0.88)]
     classify(classifier, tok, [question], [sentence])          # a sentence pair: segments A and B
     tag(tagger, tok, "the eiffel tower is in paris")           # [("the", "capitalised", 0.97), ...]
-    answer(reader, tok, "who built it?", paragraph)            # Answer("Gustave Eiffel", 0.81, 40, 54)
+    answer(reader, tok, "who built it?", paragraph)            # Answer("Gustave Eiffel", 0.81, 40, 54, 9.3)
     word_in_context(encoder, tok, {"river": [...], "money": [...]}, "bank")  # per-layer cosines
 
 Reads models and tokenizers; trains nothing. The ``minibert fill-mask``, ``classify``, ``tag`` and
@@ -211,12 +211,16 @@ N_BEST = 20  # start and end candidates per window
 
 
 class Answer(NamedTuple):
-    """An answer: its text, its probability (start x end, in its window) and its characters."""
+    """An answer: its text, its probability (start x end, in its window), its characters, and
+    its score: start + end logit, the quantity decoding maximises, comparable across windows and
+    across contexts (DrQA picks the best span over many paragraphs by it; a probability is not:
+    each window's softmax has its own normaliser)."""
 
     text: str
     probability: float
     start: int
     end: int
+    score: float = float("nan")
 
 
 def best_span(
@@ -283,4 +287,4 @@ def answer(
                 best = (found[0], p, enc.offsets[s][0], enc.offsets[e][1])
     if best is None:
         raise ValueError("the context has no words to answer with")
-    return Answer(context[best[2] : best[3]], best[1], best[2], best[3])
+    return Answer(context[best[2] : best[3]], best[1], best[2], best[3], best[0])
