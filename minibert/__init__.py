@@ -47,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     # sentence vectors and search
     "encode": "retrieval_encoders",
     "search": "retrieval_index",
+    "ask": "open_qa",  # open-domain question answering: a retriever, then a reader
 }
 
 # the BERT library's modules (the teaching kit is one more: minibert.teaching)
@@ -66,6 +67,7 @@ _SUBMODULES = (
     "inference",
     "label_counts",
     "model",
+    "open_qa",
     "options",
     "paired_statistics",
     "pretraining",

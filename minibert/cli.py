@@ -14,6 +14,7 @@ minibert tag runs/caps "the eiffel tower is in paris ."
 minibert answer runs/qa --question "who built the tower?" --context paragraph.txt
 minibert choose runs/swag "the tower was built in 1889 ." --choice "it is iron ." --choice "..."
 minibert search minilm "who built the eiffel tower?"   # the closest Wikipedia paragraphs
+minibert ask "who built the eiffel tower?" --reader runs/qa   # retrieve, then read a span
 minibert assignment new attention hw1   # a graded assignment; then: minibert assignment grade hw1
 
 Each command's arguments are declared by the module that owns it: the recipes' options
@@ -79,8 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``minibert`` command, with one sub-parser per command."""
     import minibert
     from minibert import assets
+    from minibert.commands import ask, assignment, course, models, search
     from minibert.commands import assets as assets_command
-    from minibert.commands import assignment, course, models, search
     from minibert.commands.flags import add_arguments
     from minibert.recipes import FinetuneOptions, PretrainOptions
 
@@ -117,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         command.set_defaults(run=run)
     models.add_arguments(sub)  # fill-mask, classify, tag, answer
     search.add_arguments(sub)  # search: an encoder finds Wikipedia paragraphs
+    ask.add_arguments(sub)  # ask: a retriever and a reader answer from Wikipedia
     for name, options, help_text, out in (
         (
             "pretrain",

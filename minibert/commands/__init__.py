@@ -8,7 +8,8 @@ calling the library or the kit; errors become one line and an exit code.
 - ``assets``: ``minibert fetch``, ``minibert assets list|verify|fetch|path``;
 - ``course``: ``minibert course`` (JupyterLab on the notebooks, or their student edition);
 - ``assignment``: ``minibert assignment list|new|grade``;
-- ``search``: ``minibert search`` (an encoder finds the Wikipedia paragraphs for a query).
+- ``search``: ``minibert search`` (an encoder finds the Wikipedia paragraphs for a query);
+- ``ask``: ``minibert ask`` (a retriever and a reader answer a question from Wikipedia).
 
 Each module is imported the first time it is used: ``minibert.commands.models``.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from minibert.utils import lazy_submodules
 
-__all__ = ["assets", "assignment", "course", "flags", "models", "search"]
+__all__ = ["ask", "assets", "assignment", "course", "flags", "models", "search"]
 
 
 __getattr__, __dir__ = lazy_submodules(__name__, __all__)

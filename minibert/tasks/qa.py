@@ -50,6 +50,7 @@ __all__ = [
     "Question",
     "questions",
     "split_of",
+    "trained_length",
 ]
 
 QUESTIONS = Path(__file__).resolve().parent.parent / "task_data" / "wiki_qa"
@@ -194,7 +195,7 @@ def _squad_line(t: dict[str, Any]) -> str:
 def _answer(args: Any, model: Any, tok: Any, task: Task | None) -> list[str]:
     """The answer's text alone on the first line, then its probability and characters."""
     context = _text_or_file(args.context)
-    length = args.max_length or _trained_length(args.model)
+    length = args.max_length or trained_length(args.model)
     found = inference.answer(model, tok, args.question, context, length, length // 4)
     return [
         found.text,
@@ -223,8 +224,8 @@ def _text_or_file(value: str) -> str:
     return value
 
 
-def _trained_length(folder: str) -> int:
-    """The window length a folder was fine-tuned with (results.json), else 384."""
+def trained_length(folder: str | Path) -> int:
+    """The window length (pieces) a reader folder was fine-tuned with (results.json), else 384."""
     try:
         results = json.loads((Path(folder) / "results.json").read_text(encoding="utf-8"))
         return int(results["options"]["max_length"])

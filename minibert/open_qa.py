@@ -1,0 +1,252 @@
+"""Open-domain question answering, DrQA's way (Chen et al., 2017): a retriever finds the paragraphs
+of the course's Wikipedia that may hold the answer, a reader finds the span in them.
+
+    found = ask("who designed the eiffel tower?", reader="runs/qa")   # mb.ask: an OpenAnswer
+    found.text, found.hit.title, found.hit.rank, found.score
+    asker = Asker(retriever="bm25", reader="runs/qa")   # load once, then ask many questions
+    asker("when was it built?", top_k=5)
+
+The retriever ranks every paragraph (``Retriever``): 'hybrid' by default, BM25 and an encoder's
+cosine (MiniLM mean-pooled) each standardised per question and weighted
+(``retrieval.hybrid_scores``, the dense weight HYBRID_WEIGHT): the best row of
+benchmarks/results/retrieval.json, its weight chosen there on the dev questions; 'bm25' alone
+(no model); or an encoder alone ('minilm', 'course', a folder). The reader is a folder fine-tuned
+on wiki-qa (``minibert finetune --task wiki-qa``); none is shipped, so ``default_reader()`` names
+where ``reader_command()`` writes one.
+
+The reader reads each of the top_k paragraphs (``inference.answer``: every window, the best start
++ end). The answer is the span with the highest score, start logit + end logit, over all of them:
+DrQA compares spans across paragraphs by the unnormalised exp(start + end), whose order is the
+logit sum's. A probability would not compare: each paragraph's softmax has its own normaliser.
+The retriever's score does not enter; a paragraph ranked third whose span scores higher wins.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from minibert import assets, inference, retrieval, tasks
+from minibert.model import BertForQuestionAnswering
+from minibert.retrieval import BM25, Passage, hybrid_scores, words
+from minibert.retrieval_encoders import encode
+from minibert.retrieval_index import Hit, Searcher
+from minibert.tasks.qa import trained_length
+from minibert.tokenization import BertTokenizer
+
+__all__ = [
+    "DEFAULT_TOP_K",
+    "HYBRID_WEIGHT",
+    "Asker",
+    "OpenAnswer",
+    "Read",
+    "Retriever",
+    "ask",
+    "default_reader",
+    "load_reader",
+    "reader_command",
+]
+
+# the hybrid's dense weight: the one chosen on the dev questions by benchmarks/retrieval.py (its
+# "hybrid: BM25 + MiniLM mean" row; a test checks the two agree)
+HYBRID_WEIGHT = 0.55
+DEFAULT_TOP_K = 5  # paragraphs the reader reads
+LEXICAL = "bm25"
+HYBRID = "hybrid"
+
+
+class Retriever:
+    """Every passage scored for a question: 'bm25' (no model), 'hybrid' (BM25 and the encoder's
+    cosine, standardised per question, (1 - weight) * BM25 + weight * cosine), or an encoder
+    alone ('minilm', 'course' or a BERT folder: its mean-pooled cosine)."""
+
+    def __init__(
+        self,
+        name: str | Path = HYBRID,
+        passages: Sequence[Passage] | None = None,
+        encoder: str | Path = "minilm",
+        weight: float = HYBRID_WEIGHT,
+        quiet: bool = True,
+    ):
+        if not 0 <= weight <= 1:
+            raise ValueError(f"the hybrid's weight must be in [0, 1], got {weight}")
+        self.name, self.weight = str(name), weight
+        self.passages = retrieval.wiki_passages() if passages is None else list(passages)
+        self.bm25 = self.dense = None
+        if self.name in (LEXICAL, HYBRID):
+            self.bm25 = BM25([words(p.text) for p in self.passages])
+        if self.name != LEXICAL:
+            dense = encoder if self.name == HYBRID else name
+            self.dense = Searcher(dense, "mean", self.passages, quiet)
+
+    @property
+    def measure(self) -> str:
+        """What a hit's score is: 'BM25 score', 'cosine' or 'hybrid score'."""
+        return {LEXICAL: "BM25 score", HYBRID: "hybrid score"}.get(self.name, "cosine")
+
+    def scores(self, question: str) -> torch.Tensor:
+        """(passages,) the question's score for every passage, higher better."""
+        _check_question(question)
+        lexical = self.bm25.scores(words(question)) if self.bm25 is not None else None
+        if self.name == LEXICAL and not lexical.any():
+            raise ValueError(
+                f"BM25 finds none of the question's words in the passages ({question!r}); "
+                "rephrase it, or use a dense or hybrid retriever"
+            )
+        if self.dense is None:
+            return lexical
+        query = encode(self.dense.encoder, [question], "mean")  # (1, hidden)
+        unit = torch.nn.functional.normalize(query, dim=-1)
+        cosine = (unit @ self.dense.index.vectors.T)[0]  # (passages,)
+        if lexical is None:
+            return cosine
+        return hybrid_scores(lexical[None], cosine[None], self.weight)[0]
+
+    def __call__(self, question: str, top_k: int = DEFAULT_TOP_K) -> list[Hit]:
+        """The top_k passages for a question, best first."""
+        _check_top_k(top_k)
+        scores = self.scores(question)
+        best = scores.topk(min(top_k, len(scores)))
+        return [
+            Hit(rank, float(s), int(i), self.passages[int(i)])
+            for rank, (s, i) in enumerate(zip(best.values, best.indices), 1)
+        ]
+
+
+def _check_question(question: str) -> None:
+    if not isinstance(question, str):
+        raise TypeError(f"the question must be a str, got {type(question).__name__}")
+    if not any(c.isprintable() and not c.isspace() for c in question):
+        raise ValueError(f"the question is empty ({question!r}): ask something, in words")
+
+
+def _check_top_k(top_k: int) -> None:
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"top_k must be a positive int, got {top_k!r}")
+
+
+# --- the reader ---------------------------------------------------------------------------------
+
+
+def default_reader() -> Path:
+    """Where ``minibert ask`` looks for its reader: wiki-qa-reader in the asset cache."""
+    return assets.cache_dir() / "wiki-qa-reader"
+
+
+def reader_command(folder: str | Path | None = None) -> str:
+    """The command that fine-tunes MiniLM on wiki-qa into folder (the default reader's)."""
+    return f"minibert finetune --model minilm --task wiki-qa --out {folder or default_reader()}"
+
+
+def load_reader(folder: str | Path | None = None) -> tuple[BertForQuestionAnswering, BertTokenizer]:
+    """(model, tokenizer) of a folder fine-tuned for spans (wiki-qa); a missing folder is a
+    FileNotFoundError naming the command that makes one, another task's folder a ValueError."""
+    folder = Path(folder) if folder is not None else default_reader()
+    if not (folder / "config.json").is_file():
+        where = "no reader yet at" if folder == default_reader() else "no reader in"
+        raise FileNotFoundError(
+            f"{where} {folder} (a folder written by `minibert finetune --task wiki-qa`): make "
+            f"one with `{reader_command(folder)}`, or give another folder (--reader FOLDER; reader= in Python)"
+        )
+    task = tasks.of_folder(folder)
+    architectures = _architectures(folder / "config.json")
+    fitted = task.name if task is not None else ", ".join(architectures)
+    if (task is not None and task.shape != "span") or (
+        task is None and architectures and BertForQuestionAnswering.__name__ not in architectures
+    ):
+        raise ValueError(
+            f"{folder} is not a span reader (it was fine-tuned for {fitted}); give a folder "
+            f"fine-tuned on wiki-qa, e.g. `{reader_command()}`"
+        )
+    model = BertForQuestionAnswering.from_pretrained(folder).eval()
+    if missing := model.loading_info["newly_initialized"]:
+        raise ValueError(
+            f"{folder} has no trained span head (its weights lack {', '.join(missing)}): it is "
+            f"not a reader; fine-tune one: `{reader_command()}`"
+        )
+    return model, BertTokenizer.from_pretrained(folder)
+
+
+def _architectures(config: Path) -> list[str]:
+    """The model classes a config.json names (none when it names none or is unreadable: loading
+    it says what is wrong)."""
+    try:
+        found = json.loads(config.read_text(encoding="utf-8")).get("architectures")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [name for name in found if isinstance(name, str)] if isinstance(found, list) else []
+
+
+@dataclass(frozen=True)
+class Read:
+    """One retrieved paragraph and the reader's best span in it (``inference.Answer``)."""
+
+    hit: Hit
+    answer: inference.Answer
+
+
+@dataclass(frozen=True)
+class OpenAnswer:
+    """The answer: its text, its score (start + end logit), its characters in its paragraph, the
+    paragraph's hit (rank, retrieval score, passage) and every paragraph read, in rank order."""
+
+    text: str
+    score: float
+    start: int
+    end: int
+    hit: Hit
+    read: tuple[Read, ...]
+
+
+class Asker:
+    """A retriever and a reader, loaded once: call it with a question for an OpenAnswer.
+    retriever: 'hybrid' (default), 'bm25' or an encoder; encoder and weight: the hybrid's dense
+    side and weight; reader: a wiki-qa folder (default_reader() when None)."""
+
+    def __init__(
+        self,
+        retriever: str | Path = HYBRID,
+        reader: str | Path | None = None,
+        encoder: str | Path = "minilm",
+        weight: float = HYBRID_WEIGHT,
+        passages: Sequence[Passage] | None = None,
+        quiet: bool = True,
+    ):
+        self.reader, self.tokenizer = load_reader(reader)  # first: a missing reader fails fast
+        self.reader_length = trained_length(Path(reader) if reader else default_reader())
+        self.retriever = Retriever(retriever, passages, encoder, weight, quiet)
+
+    def __call__(
+        self, question: str, top_k: int = DEFAULT_TOP_K, max_length: int | None = None
+    ) -> OpenAnswer:
+        """The best span over the top_k paragraphs by start + end logit; max_length: the
+        reader's window (default: its training length), windows overlapping by a quarter."""
+        hits = self.retriever(question, top_k)
+        length = max_length or self.reader_length
+        tok, reader = self.tokenizer, self.reader
+        read = tuple(
+            Read(hit, inference.answer(reader, tok, question, hit.text, length, length // 4))
+            for hit in hits
+        )
+        best = max(read, key=lambda r: r.answer.score)  # a tie: the better-ranked paragraph
+        found = best.answer
+        return OpenAnswer(found.text, found.score, found.start, found.end, best.hit, read)
+
+
+def ask(
+    question: str,
+    retriever: str | Path = HYBRID,
+    reader: str | Path | None = None,
+    top_k: int = DEFAULT_TOP_K,
+    encoder: str | Path = "minilm",
+    weight: float = HYBRID_WEIGHT,
+) -> OpenAnswer:
+    """Answer a question from the course's Wikipedia: the retriever's top_k paragraphs, the
+    reader's best span over them (mb.ask; for many questions, build an Asker once)."""
+    _check_question(question)
+    _check_top_k(top_k)
+    return Asker(retriever, reader, encoder, weight, quiet=True)(question, top_k)
