@@ -154,12 +154,12 @@ def load_reader(folder: str | Path | None = None) -> tuple[BertForQuestionAnswer
         )
     task = tasks.of_folder(folder)
     architectures = _architectures(folder / "config.json")
-    fitted = task.name if task is not None else ", ".join(architectures)
+    fitted = f"fine-tuned for {task.name}" if task is not None else f"a {', '.join(architectures)}"
     if (task is not None and task.shape != "span") or (
         task is None and architectures and BertForQuestionAnswering.__name__ not in architectures
     ):
         raise ValueError(
-            f"{folder} is not a span reader (it was fine-tuned for {fitted}); give a folder "
+            f"{folder} is not a span reader ({fitted}); give a folder "
             f"fine-tuned on wiki-qa, e.g. `{reader_command()}`"
         )
     model = BertForQuestionAnswering.from_pretrained(folder).eval()

@@ -1,0 +1,170 @@
+"""Open-domain QA (retriever + reader): the retrievers' scores as defined, the answer the best span
+score over the paragraphs read (not the first paragraph's), the span's score its start + end
+logit, `mb.ask` and `minibert ask` on a small fixture, the defaults, and bad input in one line."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import cli, make_tiny_config
+from test_retrieval_encoders import tiny_encoder_folder
+
+import minibert
+from minibert import inference, open_qa, retrieval
+from minibert.model import BertForQuestionAnswering, BertForSequenceClassification
+from minibert.open_qa import Asker, Retriever
+from minibert.retrieval import Passage
+from minibert.retrieval_encoders import encode, load_encoder
+from minibert.tokenization import BertTokenizer
+
+PASSAGES = [
+    Passage("Cats", 0, "the cat sat on the mat"),
+    Passage("Dogs", 0, "a dog sat on a log and the dog slept on the log all day"),
+    Passage("Pets", 0, "cats and dogs"),
+    Passage("Paris", 0, "the tower is in paris"),
+    Passage("Paris", 1, "paris"),
+]
+QUESTION = "where is the tower ?"
+RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "retrieval.json"
+
+
+def tiny_reader_folder(folder: Path, cls=BertForQuestionAnswering) -> Path:
+    """A saved tiny span reader (random weights, its head saved) with the passages' words."""
+    words = sorted({w for p in PASSAGES for w in p.text.split()} | set(QUESTION.split()))
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+    minibert.set_seed(0)
+    cls(make_tiny_config(vocab_size=len(vocab))).save_pretrained(folder)
+    BertTokenizer(vocab).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("open_qa")
+    return tiny_encoder_folder(root / "encoder"), tiny_reader_folder(root / "reader")
+
+
+@pytest.fixture
+def wiki(monkeypatch):
+    """The package's Wikipedia replaced by the five passages."""
+    monkeypatch.setattr(retrieval, "wiki_passages", lambda: PASSAGES)
+
+
+def test_bm25_hybrid_and_dense_retrievers_score_as_defined(folders):
+    encoder_folder, _ = folders
+    bm25 = Retriever("bm25", PASSAGES)
+    expected = retrieval.BM25([retrieval.words(p.text) for p in PASSAGES])
+    torch.testing.assert_close(bm25.scores(QUESTION), expected.scores(retrieval.words(QUESTION)))
+    hits = bm25(QUESTION, top_k=2)
+    assert [h.rank for h in hits] == [1, 2] and hits[0].passage == PASSAGES[3]
+    assert bm25.measure == "BM25 score"
+    dense = Retriever(encoder_folder, PASSAGES)
+    vectors = encode(load_encoder(encoder_folder), [QUESTION] + [p.text for p in PASSAGES])
+    unit = torch.nn.functional.normalize(vectors, dim=-1)
+    torch.testing.assert_close(dense.scores(QUESTION), unit[1:] @ unit[0], atol=1e-5, rtol=0)
+    hybrid = Retriever("hybrid", PASSAGES, encoder=encoder_folder, weight=0.3)
+    lexical, cosine = bm25.scores(QUESTION)[None], dense.scores(QUESTION)[None]
+    want = retrieval.hybrid_scores(lexical, cosine, 0.3)[0]
+    torch.testing.assert_close(hybrid.scores(QUESTION), want, atol=1e-5, rtol=0)  # float32
+    assert hybrid.measure == "hybrid score" and dense.measure == "cosine"
+    with pytest.raises(ValueError, match="weight must be in"):
+        Retriever("hybrid", PASSAGES, encoder=encoder_folder, weight=1.5)
+    with pytest.raises(ValueError, match="none of the question's words"):
+        bm25("zebra xylophone")
+
+
+def test_the_answer_is_the_best_span_score_over_the_paragraphs_not_the_first(folders, monkeypatch):
+    _, reader = folders
+    asker = Asker("bm25", reader, passages=PASSAGES)
+    surest = "the cat sat on the mat"  # ranked below the tower's paragraph for this question
+
+    def scripted(model, tok, question, context, max_length, stride):
+        if context == surest:
+            return inference.Answer("cat", 0.5, 4, 7, 9.0)
+        return inference.Answer(context[:3], 0.9, 0, 3, 1.0)  # more probable, lower score
+
+    monkeypatch.setattr(open_qa.inference, "answer", scripted)
+    found = asker(QUESTION, top_k=5)
+    assert found.hit.passage.text == surest and found.hit.rank > 1
+    assert found.text == "cat" and found.score == 9.0
+    assert [r.hit.rank for r in found.read] == list(range(1, len(found.read) + 1))
+
+
+def test_a_span_s_score_is_its_start_plus_end_logit_and_its_text_is_in_its_paragraph(folders):
+    _, reader = folders
+    found = Asker("bm25", reader, passages=PASSAGES)(QUESTION, top_k=3)
+    assert found.score == max(r.answer.score for r in found.read)
+    assert found.hit.text[found.start : found.end] == found.text
+    model, tok = open_qa.load_reader(reader)
+    context = found.hit.text
+    enc = tok(QUESTION, context, return_offsets_mapping=True)
+    with torch.no_grad():
+        out = model(torch.tensor([enc.input_ids]), torch.tensor([enc.token_type_ids]))
+    inside = [i for i, s in enumerate(enc.sequence_ids) if s == 1]
+    starts, ends = out.start_logits[0].tolist(), out.end_logits[0].tolist()
+    best = inference.best_span(starts, ends, inside)
+    assert found.score == pytest.approx(best[0], abs=1e-5)
+    assert (found.start, found.end) == (enc.offsets[best[1]][0], enc.offsets[best[2]][1])
+
+
+def test_mb_ask_and_the_command_print_the_answer_then_its_paragraph(folders, wiki):
+    encoder_folder, reader = folders
+    found = minibert.ask(QUESTION, retriever="bm25", reader=reader, top_k=3)
+    assert found.text and found.text in found.hit.text and len(found.read) == 3
+    args = ["ask", QUESTION, "--reader", str(reader), "--encoder", str(encoder_folder)]
+    done = cli(*args, "--top-k", "3")  # the default retriever: the hybrid
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    hybrid = Asker("hybrid", reader, encoder_folder, passages=PASSAGES)(QUESTION, 3)
+    assert lines[0] == hybrid.text  # the answer alone on the first line
+    title = f"{hybrid.hit.title}, paragraph {hybrid.hit.passage.paragraph + 1}"
+    assert lines[1].startswith(f"{title}\tretrieved {hybrid.hit.rank} of 3 (hybrid score ")
+    assert "span score" in lines[1] and "start + end logit" in lines[1]
+    assert lines[2] == f"    {hybrid.hit.text}"  # the paragraph the span came from
+    assert lines[0] in lines[2] and len(lines) == 3
+
+
+def test_the_defaults_are_the_best_retriever_measured_and_its_dev_chosen_weight():
+    rows = json.loads(RESULTS.read_text(encoding="utf-8"))["rows"]
+    best = max(rows, key=lambda name: rows[name]["test"]["mrr@10"])
+    assert rows[best]["kind"] == "hybrid" and rows[best]["dense"] == "MiniLM mean"
+    assert float(rows[best]["weight"]) == open_qa.HYBRID_WEIGHT
+    assert open_qa.Asker.__init__.__defaults__[:3] == ("hybrid", None, "minilm")
+    assert open_qa.DEFAULT_TOP_K == 5
+    done = cli("ask", "--help")
+    assert done.returncode == 0
+    help_text = " ".join(done.stdout.split())
+    assert "minibert finetune --model minilm --task wiki-qa --out" in help_text
+    assert "default: 0.55" in help_text and "(default: 5)" in help_text
+
+
+@pytest.mark.parametrize("question", ["", "   "])
+def test_an_empty_question_is_one_line(question):
+    done = cli("ask", question)
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("minibert ask: error: the question is empty")
+    with pytest.raises(ValueError, match="the question is empty"):
+        minibert.ask(question)
+
+
+def test_no_reader_is_one_line_that_gives_the_command_that_makes_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIBERT_DATA", str(tmp_path / "cache"))
+    done = cli("ask", "who built the tower?", "--retriever", "bm25")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    default = tmp_path / "cache" / "wiki-qa-reader"
+    assert f"no reader yet at {default}" in done.stderr
+    assert f"`minibert finetune --model minilm --task wiki-qa --out {default}`" in done.stderr
+    done = cli("ask", "who?", "--reader", str(tmp_path / "nowhere"))
+    assert done.returncode == 2 and f"no reader in {tmp_path / 'nowhere'}" in done.stderr
+
+
+def test_a_folder_that_is_not_a_reader_is_one_line(folders, tmp_path):
+    encoder_folder, _ = folders
+    done = cli("ask", "who?", "--reader", str(encoder_folder), "--retriever", "bm25")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "is not a span reader (a BertModel)" in done.stderr
+    classifier = tiny_reader_folder(tmp_path / "rt", BertForSequenceClassification)
+    (classifier / "results.json").write_text(json.dumps({"task": "rotten-tomatoes"}))
+    done = cli("ask", "who?", "--reader", str(classifier), "--retriever", "bm25")
+    assert "(fine-tuned for rotten-tomatoes)" in done.stderr and done.returncode == 2
