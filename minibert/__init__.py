@@ -83,13 +83,16 @@ _SUBMODULES = (
     "tokenization",
     "training",
     "utils",
-    "viz",
     "wikilinks",
     "wordpiece",
     "wordpiece_trainer",
 )
 
-__all__ = sorted([*_EXPORTS, *_SUBMODULES])
+# the teaching kit's modules that lessons reach as mb.NAME (``from minibert import viz``); the
+# library never imports them, and this table is the package's face, not a library module's import
+_TEACHING = {"viz": "teaching.viz"}
+
+__all__ = sorted([*_EXPORTS, *_SUBMODULES, *_TEACHING])
 
 
 def __getattr__(name: str) -> Any:
@@ -99,6 +102,8 @@ def __getattr__(name: str) -> Any:
         return value
     if name in _SUBMODULES:
         return importlib.import_module(f"minibert.{name}")
+    if name in _TEACHING:
+        return importlib.import_module(f"minibert.{_TEACHING[name]}")
     raise AttributeError(f"module 'minibert' has no attribute {name!r}")
 
 

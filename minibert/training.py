@@ -11,7 +11,7 @@ matrices, not on biases or LayerNorm), and move the learning rate along a linear
 linear decay to zero. Every ``eval_every`` steps it measures the held-out loss and whatever the
 task's ``metrics_fn`` adds. The loop knows nothing about a task: the model computes the loss and
 the task supplies its batches and its measures; ``on_eval`` receives the history after each
-evaluation (``minibert.viz.LiveCurves().update`` draws it live in a notebook).
+evaluation (``minibert.teaching.viz.LiveCurves().update`` draws it live in a notebook).
 
 A checkpoint (model, optimizer, schedule, random state, history, clock) is only ever the state at
 a step boundary: it is written atomically every ``checkpoint_every`` steps, at the end, and on

@@ -47,7 +47,11 @@ def test_public_api_resolves():
         assert getattr(minibert, name) is not None, name
     for name in minibert._SUBMODULES:  # every listed module exists: none may be skipped
         assert getattr(minibert, name).__name__ == f"minibert.{name}"
-    assert sorted(minibert.__all__) == sorted({*minibert._EXPORTS, *minibert._SUBMODULES})
+    for name, module in minibert._TEACHING.items():  # the kit's modules the lessons call mb.NAME
+        assert getattr(minibert, name).__name__ == f"minibert.{module}" and module in MODULES
+    assert sorted(minibert.__all__) == sorted(
+        {*minibert._EXPORTS, *minibert._SUBMODULES, *minibert._TEACHING}
+    )
 
 
 def test_star_import_gives_every_name():
@@ -117,7 +121,7 @@ def test_package_imports_have_no_cycle():
 
 def test_imports_follow_the_one_way_data_flow():
     graph = _package_imports()
-    readers = {"viz", "teaching.exercises", "inference", "recipes", "cli"}
+    readers = {"teaching.viz", "teaching.exercises", "inference", "recipes", "cli"}
     for module in ("model", "training", "checkpoint", "pretraining", "tokenization", "config"):
         assert not graph[module] & readers, f"{module} imports {sorted(graph[module] & readers)}"
     assert graph["model"] <= {"config", "attention", "checkpoint"}

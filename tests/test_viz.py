@@ -1,4 +1,4 @@
-"""Tests for minibert.viz: figures are checked by structure (axes, labels, lines), not by pixels."""
+"""Tests for minibert.teaching.viz (mb.viz): figures are checked by structure (axes, labels, lines), not by pixels."""
 
 from __future__ import annotations
 
@@ -15,14 +15,24 @@ import torch
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
-from minibert import viz
+import minibert
 from minibert.attention import MultiHeadSelfAttention
+from minibert.teaching import viz
 
 
 @pytest.fixture(autouse=True)
 def close_figures():
     yield
     plt.close("all")
+
+
+def test_the_lessons_reach_the_teaching_kits_viz_as_mb_viz():
+    """viz serves the lessons, so it lives in minibert.teaching; `from minibert import viz` and
+    `mb.viz`, which the notebooks and the README use, name the same module."""
+    namespace: dict = {}
+    exec("from minibert import viz", namespace)
+    assert namespace["viz"] is viz is minibert.viz
+    assert viz.__name__ == "minibert.teaching.viz" and "viz" in minibert.__all__
 
 
 # --- attention maps ----------------------------------------------------------------------------

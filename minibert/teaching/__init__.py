@@ -3,7 +3,9 @@ never imports it (a test checks the direction).
 
 - ``lessons``: the course map (the README's table and notebook 00's) and the ``minibert course``
   command that opens the notebooks or writes their student edition;
-- ``figures``: the lessons' diagrams and plots; ``explorer``: the attention explorer (ipywidgets);
+- ``figures``: the lessons' diagrams and plots; ``viz``: attention maps, head measures and
+  training curves (also ``mb.viz``); ``explorer``: the attention explorer (ipywidgets);
+- ``word_senses``: how a word's vector depends on its sentence, layer by layer (lessons 0 and 3);
 - ``baselines``: the trivial baselines the lessons measure models against (n-gram table, topic
   rule, bag of words, opinion words, capitalisation rules);
 - ``exercises``: the notebooks' checkers, one module per lesson, each returning a ``Result``
@@ -32,6 +34,8 @@ __all__ = [
     "offline",
     "slides",
     "student_edition",
+    "viz",
+    "word_senses",
 ]
 
 

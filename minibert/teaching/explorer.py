@@ -5,7 +5,8 @@
 Text boxes, layer, head (or all heads) and view (one head's heatmap, bertviz's head view, the
 model view) are ipywidgets; each change redraws one figure, shown as a PNG, so a static page (the
 course site, nbconvert) shows the figure on show. ipywidgets is imported only when an explorer is
-made. The figures come from ``minibert.viz``; ``attention_grid`` draws many heads as one image.
+made. The figures come from ``minibert.teaching.viz``; ``attention_grid`` draws many heads as
+one image.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from minibert.teaching.viz import attention_heatmap, head_view
 from minibert.utils import evaluating
-from minibert.viz import attention_heatmap, head_view
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -2,12 +2,12 @@
 
 Diagrams: the whole pipeline (lesson 0), BERT's input representation (1), one encoder layer
 beside its pre-LN variant (3), pretraining against fine-tuning (6). Plots: what masking did to
-each token (4), ``minibert.viz.attention_summary`` as one heatmap per measure (3), test accuracy
+each token (4), ``viz.attention_summary`` as one heatmap per measure (3), test accuracy
 against the number of labelled examples (8).
 
 Every function returns a matplotlib Figure; matplotlib is imported inside the functions, so
-importing this module stays light. The attention plots a user of BERT calls live in
-``minibert.viz``.
+importing this module stays light. The attention plots and training curves live
+beside them in ``minibert.teaching.viz``.
 """
 
 from __future__ import annotations

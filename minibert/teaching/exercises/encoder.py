@@ -15,7 +15,7 @@ from minibert.attention import padding_mask
 from minibert.config import BertConfig
 from minibert.model import BertModel, Embeddings, EncoderLayer
 from minibert.teaching.exercises.common import Result, attention_problem, call_safely, report
-from minibert.viz import attention_summary
+from minibert.teaching.viz import attention_summary
 
 
 def _tiny_bert_config(g: Any) -> BertConfig:

@@ -8,8 +8,9 @@
 
 Every plot returns a matplotlib Figure, so it shows in JupyterLab, VS Code, Colab and in exported
 HTML or PDF, and saves to PNG or SVG with ``fig.savefig``. matplotlib is imported inside the
-functions, so ``import minibert`` stays light. The lessons' diagrams and the attention explorer
-are course material: ``minibert.teaching.figures`` and ``minibert.teaching.explorer``.
+functions, so ``import minibert`` stays light. It serves the lessons, so it lives in the teaching
+kit beside their diagrams (``figures``) and the attention explorer (``explorer``); the library
+never imports it. ``mb.viz`` and ``from minibert import viz`` name this module.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tests for minibert.inference.word_in_context: per-layer cosines of one word across sentences."""
+"""minibert.teaching.word_senses: per-layer cosines of one word across sentences (lessons 0, 3)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import torch
 from conftest import make_tiny_config
 
 from minibert.assets import path
-from minibert.inference import word_in_context
 from minibert.model import BertModel
+from minibert.teaching.word_senses import word_in_context
 from minibert.tokenization import BertTokenizer
 
 SENSES = {
