@@ -30,14 +30,18 @@ from pathlib import Path
 from minibert import assets
 
 __all__ = [
+    "QUESTIONS",
     "Article",
+    "Question",
     "Review",
     "heldout_article",
+    "questions",
     "read_text_files",
     "read_wikipedia_dump",
     "review_documents",
     "rotten_tomatoes",
     "split_sentences",
+    "split_of",
     "wikipedia_articles",
 ]
 
@@ -397,3 +401,55 @@ def rotten_tomatoes_raw_counts() -> dict[str, int]:
         counts[row["category"]] = counts.get(row["category"], 0) + 1
     counts["labelled"] = counts["fresh"] + counts["rotten"]
     return counts
+
+
+# ---- the course's questions (wiki-qa's, and wiki-search's queries) ----------------------------
+# Written by hand for the course, each about one paragraph of an article of the Wikipedia extract
+# (data/README.md): one SQuAD v1.1 file per article under minibert/task_data/wiki_qa/.
+
+QUESTIONS = Path(__file__).resolve().parent / "task_data" / "wiki_qa"
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question: its paragraph (context), and the accepted answers as (text, character start)."""
+
+    id: str
+    title: str
+    context: str
+    question: str
+    answers: tuple[tuple[str, int], ...]
+
+
+def split_of(title: str) -> str:
+    """The split of an article's questions: test (held out), dev or train."""
+    if heldout_article(title):
+        return "test"
+    return "dev" if zlib.crc32(title.encode("utf-8")) % 5 == 0 else "train"
+
+
+@functools.lru_cache(maxsize=4)
+def _read(folder: str) -> tuple[Question, ...]:
+    """Every question of the SQuAD-format files in folder, in file and paragraph order."""
+    found = []
+    for file in sorted(Path(folder).glob("*.json")):
+        article = json.loads(file.read_text(encoding="utf-8"))
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"]
+            for qa in paragraph["qas"]:
+                answers = tuple((a["text"], a["answer_start"]) for a in qa["answers"])
+                for text, start in answers:
+                    if context[start : start + len(text)] != text:
+                        raise ValueError(f"{file.name}: {qa['id']}: {text!r} is not at {start}")
+                found.append(Question(qa["id"], article["title"], context, qa["question"], answers))
+    if not found:
+        raise FileNotFoundError(f"no questions in {folder}")
+    return tuple(found)
+
+
+def questions(split: str = "train", folder: str | Path = QUESTIONS) -> list[Question]:
+    """The questions of one split ('train', 'dev', 'test' or 'all')."""
+    if split not in ("train", "dev", "test", "all"):
+        raise ValueError(f"split must be 'train', 'dev', 'test' or 'all', got {split!r}")
+    every = _read(str(folder))
+    return [q for q in every if split == "all" or split_of(q.title) == split]

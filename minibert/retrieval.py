@@ -8,7 +8,7 @@ Wikipedia, and the measures and baselines a retriever is judged by.
     ranks = ranks_of(scores, [q.passage for q in queries])         # (queries,) 1 = found first
     retrieval_scores(ranks)                       # recall@1/5/20 and MRR@10
 
-Each wiki-qa question (``tasks.qa.questions``, split by article: test = the held-out articles)
+Each wiki-qa question (``corpora.questions``, split by article: test = the held-out articles)
 is a query; its relevant passage is the one paragraph it was written about; the haystack is every
 paragraph of every article, training and held-out alike. The measures are the field's: recall@k,
 the share of queries whose paragraph is among the first k, and MS MARCO's MRR@10, the mean of
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from minibert import corpora
-from minibert.tasks.qa import questions
+from minibert.corpora import questions
 
 __all__ = [
     "BM25",

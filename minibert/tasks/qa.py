@@ -18,16 +18,14 @@ pieces of the context with the highest start + end score, end not before start a
 from __future__ import annotations
 
 import json
-import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from minibert import corpora, inference, squad
+from minibert import inference, squad
+from minibert.corpora import QUESTIONS, Question, questions, split_of
 from minibert.inference import best_span
 from minibert.model import BertForQuestionAnswering
 from minibert.options import POSITIVE_INT
@@ -52,53 +50,6 @@ __all__ = [
     "split_of",
     "trained_length",
 ]
-
-QUESTIONS = Path(__file__).resolve().parent.parent / "task_data" / "wiki_qa"
-
-
-@dataclass(frozen=True)
-class Question:
-    """One question: its paragraph (context), and the accepted answers as (text, character start)."""
-
-    id: str
-    title: str
-    context: str
-    question: str
-    answers: tuple[tuple[str, int], ...]
-
-
-def split_of(title: str) -> str:
-    """The split of an article's questions: test (held out), dev or train."""
-    if corpora.heldout_article(title):
-        return "test"
-    return "dev" if zlib.crc32(title.encode("utf-8")) % 5 == 0 else "train"
-
-
-@lru_cache(maxsize=4)
-def _read(folder: str) -> tuple[Question, ...]:
-    """Every question of the SQuAD-format files in folder, in file and paragraph order."""
-    found = []
-    for file in sorted(Path(folder).glob("*.json")):
-        article = json.loads(file.read_text(encoding="utf-8"))
-        for paragraph in article["paragraphs"]:
-            context = paragraph["context"]
-            for qa in paragraph["qas"]:
-                answers = tuple((a["text"], a["answer_start"]) for a in qa["answers"])
-                for text, start in answers:
-                    if context[start : start + len(text)] != text:
-                        raise ValueError(f"{file.name}: {qa['id']}: {text!r} is not at {start}")
-                found.append(Question(qa["id"], article["title"], context, qa["question"], answers))
-    if not found:
-        raise FileNotFoundError(f"no questions in {folder}")
-    return tuple(found)
-
-
-def questions(split: str = "train", folder: str | Path = QUESTIONS) -> list[Question]:
-    """The questions of one split ('train', 'dev', 'test' or 'all')."""
-    if split not in ("train", "dev", "test", "all"):
-        raise ValueError(f"split must be 'train', 'dev', 'test' or 'all', got {split!r}")
-    every = _read(str(folder))
-    return [q for q in every if split == "all" or split_of(q.title) == split]
 
 
 class QADataset(torch.utils.data.Dataset):
