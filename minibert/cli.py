@@ -80,8 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``minibert`` command, with one sub-parser per command."""
     import minibert
     from minibert import assets
-    from minibert.commands import ask, assignment, course, models, search
-    from minibert.commands import assets as assets_command
+    from minibert.commands import ask, asset_cache, assignment, course, models, search
     from minibert.commands.flags import add_arguments
     from minibert.recipes import FinetuneOptions, PretrainOptions
 
@@ -93,13 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
         "names", nargs="*", default=["all"], help=f"{', '.join(assets.ASSETS)} or all"
     )
     fetch.add_argument("--quiet", action="store_true", help="no progress bars")
-    fetch.set_defaults(action="fetch", run=assets_command.run)  # the same as `assets fetch`
+    fetch.set_defaults(action="fetch", run=asset_cache.run)  # the same as `assets fetch`
     for name, help_text, add, run in (
         (
             "assets",
             "list, verify, fetch or locate the cached assets",
-            assets_command.add_arguments,
-            assets_command.run,
+            asset_cache.add_arguments,
+            asset_cache.run,
         ),
         (
             "course",

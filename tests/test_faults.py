@@ -337,12 +337,12 @@ def test_assets_list_into_a_closed_pipe_is_quiet():
 
 def test_assets_list_calls_a_damaged_asset_corrupt(tmp_path, monkeypatch):
     from minibert import assets
-    from minibert.commands import assets as assets_command
+    from minibert.commands import asset_cache
 
     monkeypatch.setattr(assets, "verify", lambda name: ["x: SHA-256 does not match"])
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
-        assets_command._print_list()
+        asset_cache._print_list()
     assert "corrupt" in buffer.getvalue() and "missing" not in buffer.getvalue()
 
 

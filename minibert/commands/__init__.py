@@ -5,7 +5,8 @@ calling the library or the kit; errors become one line and an exit code.
 - ``flags``: the recipes' flags, made from the options' declarations (``minibert.options``);
 - ``models``: ``minibert fill-mask``, ``classify``, ``tag`` (a trained folder answering; the
   command is chosen by the folder's task or its config.json's architectures);
-- ``assets``: ``minibert fetch``, ``minibert assets list|verify|fetch|path``;
+- ``asset_cache``: ``minibert fetch``, ``minibert assets list|verify|fetch|path`` (the cache of
+  ``minibert.assets``);
 - ``course``: ``minibert course`` (JupyterLab on the notebooks, or their student edition);
 - ``assignment``: ``minibert assignment list|new|grade``;
 - ``search``: ``minibert search`` (an encoder finds the Wikipedia paragraphs for a query);
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from minibert.utils import lazy_submodules
 
-__all__ = ["ask", "assets", "assignment", "course", "flags", "models", "search"]
+__all__ = ["ask", "asset_cache", "assignment", "course", "flags", "models", "search"]
 
 
 __getattr__, __dir__ = lazy_submodules(__name__, __all__)

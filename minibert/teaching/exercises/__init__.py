@@ -13,9 +13,9 @@ score ``result.passed`` and show ``result.message``.
   ``check_previous_token_head``;
 - ``masking`` (4): ``check_masking``, ``check_mlm_loss``, ``check_mask_accuracy``;
 - ``nsp`` (5): ``check_nsp_pairs``, ``check_sop_pairs``, ``check_nsp_loss``;
-- ``finetuning`` (6): ``check_classification_head``, ``check_evaluation``,
+- ``classifier`` (6, fine-tuning): ``check_classification_head``, ``check_evaluation``,
   ``check_fine_tuning_loop``; ``check_lr_schedule`` (the finetuning assignment's);
-- ``shapes`` (7): ``check_best_span``, ``check_repair_bio``, ``check_answer_over_windows``,
+- ``spans_and_tags`` (7): ``check_best_span``, ``check_repair_bio``, ``check_answer_over_windows``,
   ``check_answer_or_null``, ``check_squad_f1``;
 - ``what_pretraining_buys`` (8): ``check_opinion_scores``;
 - ``common``: ``Result``, ``report``, ``quietly`` (checkers that print nothing, for a grader),
@@ -32,6 +32,12 @@ from minibert.teaching.exercises.attention import (
     check_padding_mask,
     check_split_heads,
 )
+from minibert.teaching.exercises.classifier import (
+    check_classification_head,
+    check_evaluation,
+    check_fine_tuning_loop,
+    check_lr_schedule,
+)
 from minibert.teaching.exercises.common import (
     Result,
     attention_problem,
@@ -45,15 +51,9 @@ from minibert.teaching.exercises.encoder import (
     check_parameter_count,
     check_previous_token_head,
 )
-from minibert.teaching.exercises.finetuning import (
-    check_classification_head,
-    check_evaluation,
-    check_fine_tuning_loop,
-    check_lr_schedule,
-)
 from minibert.teaching.exercises.masking import check_mask_accuracy, check_masking, check_mlm_loss
 from minibert.teaching.exercises.nsp import check_nsp_loss, check_nsp_pairs, check_sop_pairs
-from minibert.teaching.exercises.shapes import (
+from minibert.teaching.exercises.spans_and_tags import (
     check_answer_or_null,
     check_answer_over_windows,
     check_best_span,

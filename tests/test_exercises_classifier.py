@@ -1,4 +1,4 @@
-"""minibert.teaching.exercises.finetuning, lesson 6: the classification head, an evaluation.
+"""minibert.teaching.exercises.classifier, lesson 6: the classification head, an evaluation.
 
 Each checker passes a right answer and catches the typical mistakes, naming them in its hint.
 """
@@ -92,7 +92,7 @@ def test_check_evaluation(fn, passes, hint, capsys):
 
 def loop_with(mistake: dict | None = None, eval_mode=True, train_mode=True, returns="state"):
     """A learner's loop: the reference with one of the checker's mistakes, or a mode forgotten."""
-    from minibert.teaching.exercises import finetuning as ft
+    from minibert.teaching.exercises import classifier as ft
 
     def loop(model, batches, evaluate, lr, warmup_steps, eval_every):
         if eval_mode and train_mode and returns == "state":
@@ -140,7 +140,7 @@ def test_the_loops_reference_is_minibert_training_loop():
     """On one full batch (so the batch order cannot differ), the checker's loop and
     training.train end at the same weights: the exercise is checked against the package."""
     from minibert import training
-    from minibert.teaching.exercises import finetuning as ft
+    from minibert.teaching.exercises import classifier as ft
 
     batches, _, _, lr, warmup = ft._loop_case(3)
     full = {k: torch.cat([b[k] for b in batches]) for k in batches[0]}

