@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch import nn
 
-from minibert.model import BertModel, mean_pool
+from minibert.config import BertConfig
+from minibert.model import BertModel, BertPreTrainedModel, check_inputs, mean_pool
 from minibert.retrieval import in_batch_loss
 from minibert.retrieval_encoders import POOLINGS, Encoder
 from minibert.training import TrainOptions, train
@@ -31,21 +31,39 @@ __all__ = ["BiEncoder", "PairOutput", "collate_pairs", "pair_examples", "train_e
 
 @dataclass
 class PairOutput:
-    """The in-batch loss (a scalar) and the pooled vectors of each side, (batch, hidden) each."""
+    """The in-batch loss (a scalar; None for one pair in evaluation) and the pooled vectors of
+    each side, (batch, hidden) each."""
 
-    loss: torch.Tensor
+    loss: torch.Tensor | None
     query_vectors: torch.Tensor
     passage_vectors: torch.Tensor
 
 
-class BiEncoder(nn.Module):
-    """One BERT for queries and passages; pooled by [CLS] or the mean; trained by in_batch_loss."""
+class BiEncoder(BertPreTrainedModel):
+    """One BERT for queries and passages; pooled by [CLS] or the mean; trained by in_batch_loss.
 
-    def __init__(self, bert: BertModel, pooling: str = "mean", temperature: float = 0.05):
-        super().__init__()
+    The vector shape's model (``minibert finetune --task wiki-search``): built from a config or
+    loaded by from_pretrained like every task model, saved as a BERT folder whose encoder
+    ``load_encoder`` and ``minibert search`` read. ``BiEncoder.around(bert)`` trains a BertModel
+    already loaded, in place."""
+
+    def __init__(self, config: BertConfig, pooling: str = "mean", temperature: float = 0.05):
+        super().__init__(config)
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-        self.bert, self.pooling, self.temperature = bert, pooling, temperature
+        self.bert = BertModel(config, init_weights=False)
+        self.pooling, self.temperature = pooling, temperature
+        self.init_weights()
+        # the pooler (dense + tanh on [CLS]) is in no vector: kept as loaded, so that the saved
+        # folder is a whole BertModel, and frozen, so that DDP waits for no gradient of it
+        self.bert.pooler.requires_grad_(False)
+
+    @classmethod
+    def around(cls, bert: BertModel, pooling: str = "mean", temperature: float = 0.05) -> BiEncoder:
+        """A bi-encoder whose BERT is bert itself (trained in place, not copied)."""
+        model = cls(bert.config, pooling, temperature)
+        model.bert = bert
+        return model
 
     def pool(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """(batch, seq) pieces -> (batch, hidden) vectors."""
@@ -59,11 +77,20 @@ class BiEncoder(nn.Module):
         query_mask: torch.Tensor | None = None,
         passage_mask: torch.Tensor | None = None,
     ) -> PairOutput:
-        """(batch, q_seq) queries and (batch, p_seq) passages, row i of each a pair."""
+        """(batch, q_seq) queries and (batch, p_seq) passages, row i of each a pair. A batch of
+        one pair has no negative: its loss is None in evaluation (a held-out set's last batch),
+        an error in training."""
         query_mask = torch.ones_like(query_ids) if query_mask is None else query_mask
         passage_mask = torch.ones_like(passage_ids) if passage_mask is None else passage_mask
         q, p = self.pool(query_ids, query_mask), self.pool(passage_ids, passage_mask)
+        if len(q) < 2 and not self.training:
+            return PairOutput(None, q, p)
         return PairOutput(in_batch_loss(q, p, self.temperature), q, p)
+
+    def check_batch(self, batch: dict[str, Any]) -> None:
+        """The value checks forward skips on a device (ids in range), for both sides."""
+        for side in ("query", "passage"):
+            check_inputs(self.config, batch[f"{side}_ids"], None, batch.get(f"{side}_mask"))
 
 
 def pair_examples(encoder: Encoder, pairs: Sequence[tuple[str, str]]) -> list[dict[str, list]]:
@@ -103,7 +130,7 @@ def train_encoder(
     """Train the encoder's model in place on (query, passage) pairs with in-batch negatives, by
     the package's loop (options, or TrainOptions' fields as keywords: steps, lr, batch_size,
     seed, ...); the loop's history. The model is left in evaluation mode."""
-    model = BiEncoder(encoder.model, pooling, temperature)
+    model = BiEncoder.around(encoder.model, pooling, temperature)
     examples = pair_examples(encoder, pairs)
     pad = encoder.tokenizer.pad_token_id
     history = train(

@@ -18,11 +18,15 @@ ARGS = {  # what each command is given
     "choose": ["the tower was built in 1889 .", "--choice", "it is made of iron .", "--choice",
                "cats sleep a lot ."],
 }  # fmt: skip
-COMMAND = {name: shape.command.verb for name, shape in tasks.SHAPES.items()}  # the shape's own
+COMMAND = {  # the shape's own; the vector shape's folders are searched by `minibert search`
+    name: shape.command.verb if shape.command else "search" for name, shape in tasks.SHAPES.items()
+}
 
 
 def _args(task, command: str) -> list[str]:
     """The command's arguments for a folder of this task (a pair for a pair task)."""
+    if command == "search":  # an encoder's folder (wiki-search): a query
+        return ["who built the tower ?", "--top-k", "2"]
     return ["who built it ?", "eiffel did ."] if task.pairs else ARGS[command]
 
 
@@ -59,6 +63,7 @@ TEST_SCORES = {  # what `minibert finetune` reports of test, by the task's own n
     "capitalisation": "'capitalised': precision",
     "review-capitalisation": "'capitalised': precision",
     "wiki-swag": "accuracy",  # the share of items whose right choice is picked
+    "wiki-search": "MRR@10",  # and recall@1/5/20, over every paragraph
 }
 
 
@@ -66,7 +71,8 @@ TEST_SCORES = {  # what `minibert finetune` reports of test, by the task's own n
 def test_every_tasks_report_gives_its_test_scores_by_their_names(runs, name):
     lines = runs[name].report().splitlines()
     test = next(line for line in lines if line.startswith("test ("))
-    assert TEST_SCORES[name] in test and ("F1" in test or tasks.get(name).shape == "choice")
+    shape = tasks.get(name).shape
+    assert TEST_SCORES[name] in test and ("F1" in test or shape in ("choice", "vector"))
     assert lines[-2].startswith("saved the fine-tuned model")
 
 
@@ -79,7 +85,14 @@ def test_finetune_on_the_span_task_prints_squads_scores(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("name", sorted(tasks.TASKS))
-def test_every_tasks_folder_is_answered_by_the_command_of_its_shape(folders, name, capsys):
+def test_every_tasks_folder_is_answered_by_the_command_of_its_shape(
+    folders, name, capsys, monkeypatch
+):
+    from minibert import retrieval_index
+    from minibert.retrieval import Passage
+
+    paris = [Passage("Paris", 0, "the tower is in paris ."), Passage("Cats", 0, "cats sleep .")]
+    monkeypatch.setattr(retrieval_index, "wiki_passages", lambda: paris)  # a small haystack
     task, folder = tasks.get(name), folders[name]
     assert tasks.of_folder(folder) is task
     command = COMMAND[task.shape]
@@ -87,6 +100,9 @@ def test_every_tasks_folder_is_answered_by_the_command_of_its_shape(folders, nam
     lines = capsys.readouterr().out.splitlines()
     if command == "answer":  # the answer's text alone, then its probability and characters
         assert lines[0] in CONTEXT and lines[1].startswith("probability ")
+    elif command == "search":  # rank, score, article and paragraph; then the paragraph
+        assert [line[:2] for line in lines[::2]] == ["1\t", "2\t"]
+        assert {lines[1], lines[3]} == {"    the tower is in paris .", "    cats sleep ."}
     elif command == "choose":  # each choice with its probability, the most probable first
         assert sorted(line.split("\t")[1] for line in lines) == ["cats sleep a lot .",
                                                                  "it is made of iron ."]  # fmt: skip

@@ -20,7 +20,7 @@ def tiny(tmp_path):
 
 def test_the_bi_encoders_loss_is_the_in_batch_loss_of_the_encoded_vectors(tiny):
     batch = collate_pairs(pair_examples(tiny, PAIRS), tiny.tokenizer.pad_token_id)
-    model = BiEncoder(tiny.model, "mean", temperature=0.1).eval()
+    model = BiEncoder.around(tiny.model, "mean", temperature=0.1).eval()
     with torch.no_grad():
         out = model(**batch)
     queries = encode(tiny, [q for q, _ in PAIRS])
@@ -43,7 +43,7 @@ def test_pairs_are_padded_to_each_sides_longest(tiny):
 
 
 def test_every_weight_the_vectors_use_gets_a_gradient(tiny):
-    model = BiEncoder(tiny.model, "mean")
+    model = BiEncoder.around(tiny.model, "mean")
     batch = collate_pairs(pair_examples(tiny, PAIRS), tiny.tokenizer.pad_token_id)
     model(**batch).loss.backward()
     for name, parameter in model.named_parameters():

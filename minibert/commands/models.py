@@ -31,6 +31,10 @@ from minibert.tasks.shapes import Argument, CommandError, Shape
 __all__ = ["CommandError", "add_arguments", "fill_mask"]
 
 
+# shapes with no command of their own -> what their folders do, and the command that reads them
+READ_ELSEWHERE = {"vector": ("encodes texts as vectors", "search")}
+
+
 def _commands() -> dict[str, Shape]:
     """The architecture (model class name) each shape's command answers -> the shape."""
     return {s.model_class.__name__: s for s in tasks.SHAPES.values() if s.command is not None}
@@ -67,6 +71,11 @@ def _fine_tuned(folder: str, shape: Shape) -> tuple[Any, Any, Any]:
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     trained = f" (task {task.name})" if task else ""
+    if task is not None and task.shape in READ_ELSEWHERE:
+        does, verb = READ_ELSEWHERE[task.shape]
+        raise CommandError(
+            f"{folder} {does}{trained}, it does not {command}: use `minibert {verb} {folder} ...`"
+        )
     if found is not None and _commands()[found] is not shape:
         other = _commands()[found].command
         raise CommandError(

@@ -11,7 +11,7 @@ and use.
 
 What a task declares (``registry.Task``): its labels, its shape ("text": a label per text, or per
 text pair; "words": a label per word; "span": a span of a context; "choice": one of several
-choices), whose ``shapes.Shape`` brings the model class, head size, collate, predictions, result
+choices; "vector": one vector per text, wiki-search's, searched by ``minibert search``), whose ``shapes.Shape`` brings the model class, head size, collate, predictions, result
 line and command, its training measures (``metrics``,
 summed by the loop), the dev measure that picks the best evaluation (``selection``, with its
 direction: not accuracy, which a model answering the majority label everywhere can win on an
@@ -21,12 +21,13 @@ imbalanced dev set), the final scores (``scores``), the unit they count and its 
 here. A new task is one module here: a function that returns its three datasets and one
 ``register(Task(...))`` call (``reviews.py``, ``capitalisation.py``, ``qa.py``, ``qnli.py``),
 imported below; a new input shape is one ``register_shape`` in its task module (``qa.py``'s span
-of a context, ``swag.py``'s multiple choice) and, in ``model.py``, its head.
+of a context, ``swag.py``'s multiple choice) and, in ``model.py``, its head (the vector shape
+has none: ``wiki_search.py``'s model is ``retrieval_training.BiEncoder``).
 """
 
 from __future__ import annotations
 
-from minibert.tasks import capitalisation, mentions, qa, qnli, reviews, swag  # noqa: E402, F401  (each registers its tasks)
+from minibert.tasks import capitalisation, mentions, qa, qnli, reviews, swag, wiki_search  # noqa: E402, F401  (each registers its tasks)
 from minibert.tasks.registry import (
     SHAPES,
     TASKS,
