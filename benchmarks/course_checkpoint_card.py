@@ -42,7 +42,7 @@ SUBSET = 256  # held-out examples re-measured by the test
 @torch.no_grad()
 def neighbour_attention(model: BertForPreTraining, heldout: Sequence, tok: BertTokenizer) -> dict:
     """Per head, the mean attention a token pays its left plus right neighbour (Clark et al.)."""
-    from minibert.viz import attention_summary
+    from minibert.teaching.viz import attention_summary
 
     batch = pretraining.collate([heldout[i] for i in range(SUBSET)], tok.pad_token_id)
     out = model.eval()(

@@ -334,7 +334,7 @@ def test_evaluate_counts_only_labelled_positions(data):
 
 
 def test_training_curves_plot(data):
-    from minibert.viz import training_curves
+    from minibert.teaching.viz import training_curves
 
     _, history = run(data, steps=8)
     fig = training_curves(history, title="tiny")
