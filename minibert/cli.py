@@ -47,8 +47,6 @@ def _sweep(args: argparse.Namespace) -> int:
     from minibert import recipes
     from minibert.commands.flags import from_namespace
 
-    if args.lr is not None:
-        return _error("sweep", "the rates to try are --lrs (--lr is finetune's, for one rate)", 2)
     options = from_namespace(recipes.FinetuneOptions, args)
     return _reported("sweep", lambda: recipes.sweep(args.out, args.lrs, options, widen=args.widen))
 
@@ -162,7 +160,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
         default=2,
         help="rates added beyond the grid's edge when the best is there (default: 2)",
     )
-    add_arguments(command, FinetuneOptions)
+    add_arguments(command, FinetuneOptions)  # --lr too, refused by the sweep: the rates are --lrs
     # a rate such as -1e-3 is a value to refuse with the grid's own message, not an unknown flag
     # (argparse takes only -1 and -0.5 for negative numbers)
     command._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")

@@ -58,6 +58,8 @@ __all__ = [
     "train",
 ]
 
+WARMUP_FRACTION = 0.1  # the share of the steps that warms the learning rate up, unless told
+
 
 def _device_problem(name: Any) -> str | None:
     """None for a device this machine has ('cpu', 'cuda', 'cuda:1', 'mps'), else what is wrong."""
@@ -91,7 +93,9 @@ class TrainOptions:
     )
     lr: float | None = option(1e-4, help="peak learning rate of AdamW", check=POSITIVE)
     warmup_steps: int | None = option(
-        None, help="linear warm-up steps (default: 10% of the steps)", check=COUNT
+        None,
+        help=f"linear warm-up steps (default: {WARMUP_FRACTION:.0%} of the steps)",
+        check=COUNT,
     )
     weight_decay: float = option(
         0.01, help="AdamW weight decay (not on biases and LayerNorm)", check=NON_NEGATIVE
@@ -167,8 +171,10 @@ class TrainOptions:
 
     @property
     def warmup(self) -> int:
-        """The warm-up steps: as given, or 10% of the steps (at least 1)."""
-        return self.warmup_steps if self.warmup_steps is not None else max(1, self.steps // 10)
+        """The warm-up steps: as given, or WARMUP_FRACTION of the steps (at least 1)."""
+        if self.warmup_steps is not None:
+            return self.warmup_steps
+        return max(1, int(self.steps * WARMUP_FRACTION))
 
 
 def _train_settings(options: TrainOptions) -> dict[str, Any]:

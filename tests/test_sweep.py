@@ -90,13 +90,13 @@ def test_sweep_fine_tunes_each_rate_and_writes_what_it_chose(tmp_path):
         assert (tmp_path / "s" / f"lr-{lr}" / "results.json").is_file()
     report = result.report()
     assert "<- chosen" in report and "test (1,272 snippets)" in report and "sweep.json" in report
-    with pytest.raises(ValueError, match="give the rates as the grid"):
+    with pytest.raises(ValueError, match="the rates to try are its grid"):
         sweep(tmp_path / "t", [1e-3, 1e-2], lr=1e-3)
 
 
 def test_the_sweep_command_refuses_lr_and_a_one_rate_grid():
     done = cli("sweep", "--out", "x", "--lrs", "1e-3", "3e-3", "--lr", "1e-3")
-    assert done.returncode == 2 and "the rates to try are --lrs" in done.stderr
+    assert done.returncode == 2 and "the rates to try are its grid (--lrs)" in done.stderr
     done = cli("sweep", "--out", "x", "--lrs", "1e-3")
     assert done.returncode == 2 and "at least two different positive rates" in done.stderr
 

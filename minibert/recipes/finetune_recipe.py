@@ -39,7 +39,7 @@ from minibert.recipes.shared import (
     start,
 )
 from minibert.tokenization import BertTokenizer
-from minibert.training import TrainOptions, train
+from minibert.training import WARMUP_FRACTION, TrainOptions, train
 from minibert.utils import atomic_write, default_device
 
 __all__ = ["FinetuneOptions", "FinetuneResult", "default_lr", "finetune"]
@@ -107,15 +107,12 @@ def _test_line(test: dict[str, Any], task: str | None) -> str:
 
 
 def default_lr(config: BertConfig, task: tasks.Task | None = None) -> float:
-    """finetune's learning rate when none is given: measured per model size on dev.
+    """finetune's learning rate when none is given, chosen by the model's size.
 
-    For the course's small models (hidden size below 384), SMALL_MODEL_LR: the course checkpoint
-    and its continuation on review text were best on dev there with all the labelled reviews (a
-    sweep of 1e-4 to 3e-3, one seed: benchmarks/pretraining_candidates.py); the same size from
-    random weights was best at 1e-3 with 1,024 examples and at 3e-4 with all. Larger pretrained
-    models (MiniLM, BERT-base) take BERT's small steps, LARGE_MODEL_LR, unless the task names its
-    own rate for them (``Task.large_model_lr``, measured on its dev set: wiki-qa's reader needs
-    larger steps).
+    SMALL_MODEL_LR for the course's small models (hidden size below 384); BERT's small steps,
+    LARGE_MODEL_LR, for larger pretrained models (MiniLM, BERT-base), unless the task names its
+    own rate for them (``Task.large_model_lr``). The rates were chosen on dev by the sweeps in
+    ``benchmarks/``; what they measured is in ``benchmarks/results/``.
     """
     if config.hidden_size < 384:
         return SMALL_MODEL_LR
@@ -151,9 +148,8 @@ class FinetuneOptions:
         lr=None,
         eval_every=None,
         notes={
-            "steps": "(default: --epochs' worth, at least 100, so that a small subset gets more "
-            "epochs: 100 steps of the course checkpoint take 6-21 s on a 2-core CPU, "
-            "benchmarks/finetune_defaults.py)",
+            "steps": f"(default: --epochs' worth, at least {MIN_STEPS}, so that a small subset "
+            "gets more epochs; benchmarks/finetune_defaults.py times them)",
             "lr": _LR_NOTE,
             "eval_every": "(default: after each epoch, at most --evaluations times)",
             "warmup_steps": "(default: --warmup-fraction of the steps)",
@@ -205,11 +201,14 @@ class FinetuneOptions:
     dropout: float | None = option(
         None,
         help="dropout while fine-tuning (hidden and attention; default: the model's own, BERT's "
-        "0.1); with 0, a run on N processes (torchrun) equals the run on one",
+        f"{BertConfig.hidden_dropout:g}); with 0, a run on N processes (torchrun) equals the run "
+        "on one",
         check=FRACTION,
     )
     warmup_fraction: float = option(
-        0.1, help="share of the steps spent warming the learning rate up", check=UNIT_INTERVAL
+        WARMUP_FRACTION,
+        help="share of the steps spent warming the learning rate up",
+        check=UNIT_INTERVAL,
     )
     evaluations: int = option(
         MAX_EVALUATIONS,

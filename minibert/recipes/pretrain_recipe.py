@@ -141,9 +141,9 @@ class PretrainOptions:
         check=Check(f"an int >= {MIN_LEN}", lambda v: POSITIVE_INT.test(v) and v >= MIN_LEN),
     )
     dropout: float = option(
-        0.1,
-        help="dropout while pretraining (hidden and attention); 0 is about 1.7x faster on a CPU. "
-        "The saved config.json keeps BERT's 0.1 for fine-tuning",
+        BertConfig.hidden_dropout,
+        help="dropout while pretraining (hidden and attention); 0 is faster on a CPU. The saved "
+        f"config.json keeps the model's own ({BertConfig.hidden_dropout:g}) for fine-tuning",
         check=FRACTION,
     )
     dupe_factor: int = option(
@@ -275,8 +275,8 @@ def pretrain(
     pretraining from that model instead: its weights, vocabulary and size, with its heads
     (continued pretraining, e.g. on the review text: corpus='reviews').
 
-    dropout applies while pretraining only: the saved config.json keeps the preset's 0.1 for
-    fine-tuning. mask_rate applies to the training examples; held-out examples are always masked
+    dropout applies while pretraining only: the saved config.json keeps the model's own dropout
+    for fine-tuning. mask_rate applies to the training examples; held-out examples are always masked
     at BERT's 15%, so runs compare. neighbour_steps > 0 guides layer 0's first two heads to the
     previous and next token for that many steps (``guidance.NeighbourGuidance``: a score bonus
     neighbour_bias and an auxiliary loss of weight neighbour_aux, both annealed to zero); the

@@ -187,11 +187,14 @@ def sweep(
     read from its folder (with the same options), an interrupted one is resumed from its
     checkpoint or run again, and the rates not yet reached run as usual.
     """
-    if "lr" in changes:
-        raise ValueError("the sweep sets the learning rate: give the rates as the grid, not lr")
+    o = options_of(FinetuneOptions, options, changes)
+    if o.train.lr is not None:
+        raise ValueError(
+            "the sweep sets the learning rate: the rates to try are its grid (--lrs); "
+            "lr (--lr) is finetune's, for one rate"
+        )
     _check_grid(grid, widen)
     out = Path(out)
-    o = options_of(FinetuneOptions, options, changes)
     _check_summary(out, o)
 
     def run(rate: float) -> Trial:
