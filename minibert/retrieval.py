@@ -1,7 +1,7 @@
 """wiki-search: find the paragraph that answers a question, among every paragraph of the course's
 Wikipedia, and the measures and baselines a retriever is judged by.
 
-    passages = wiki_passages()                    # every paragraph of the 106 articles (7,396)
+    passages = wiki_passages()                    # every paragraph of the course's articles
     queries = wiki_queries("test")                # wiki-qa's questions, each with its paragraph
     bm25 = BM25([words(p.text) for p in passages])
     scores = bm25.score_matrix([words(q.text) for q in queries])   # (queries, passages)

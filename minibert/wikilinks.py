@@ -25,7 +25,7 @@ refs hold links of their own, which regular expressions get wrong) and rendered 
   their title (``[http://... title]``); bare URLs go.
 - Bold and italic quotes are read as text and deleted: parsed as tags, one unbalanced ``''`` in
   a ref or a caption hides the ref, table or file around it from the parser (its markup then
-  leaked into the text of 12 of the 106 articles of the course's dump).
+  leaked into the text of some of the course's articles).
 - Headings end a paragraph; a heading such as "References" or "See also" ends the prose (the
   same names as corpora.wiki_paragraphs); a list item is a paragraph of its own; paragraphs of
   fewer than four words are dropped.
