@@ -19,6 +19,10 @@ The reader reads each of the top_k paragraphs (``inference.answer``: every windo
 DrQA compares spans across paragraphs by the unnormalised exp(start + end), whose order is the
 logit sum's. A probability would not compare: each paragraph's softmax has its own normaliser.
 The retriever's score does not enter; a paragraph ranked third whose span scores higher wins.
+
+Between the two, a re-ranker may reorder the retriever's RERANK_DEPTH best (``Reranker``): lesson
+7's pair classifier, fine-tuned on wiki-qnli, scores each paragraph by its sentence most likely to
+hold the answer.
 """
 
 from __future__ import annotations
@@ -30,8 +34,8 @@ from pathlib import Path
 
 import torch
 
-from minibert import assets, inference, retrieval, tasks
-from minibert.model import BertForQuestionAnswering
+from minibert import assets, corpora, inference, retrieval, tasks
+from minibert.model import BertForQuestionAnswering, BertForSequenceClassification
 from minibert.retrieval import BM25, Passage, hybrid_scores, words
 from minibert.retrieval_encoders import encode
 from minibert.retrieval_index import Hit, Searcher
@@ -41,9 +45,11 @@ from minibert.tokenization import BertTokenizer
 __all__ = [
     "DEFAULT_TOP_K",
     "HYBRID_WEIGHT",
+    "RERANK_DEPTH",
     "Asker",
     "OpenAnswer",
     "Read",
+    "Reranker",
     "Retriever",
     "ask",
     "default_reader",
@@ -55,6 +61,9 @@ __all__ = [
 # "hybrid: BM25 + MiniLM mean" row; a test checks the two agree)
 HYBRID_WEIGHT = 0.55
 DEFAULT_TOP_K = 5  # paragraphs the reader reads
+RERANK_DEPTH = 20  # the first stage's paragraphs a re-ranker reads
+PAIR_LENGTH = 128  # pieces of [CLS] question [SEP] sentence [SEP] (wiki-qnli's training length)
+ENTAILMENT = "entailment"  # wiki-qnli's label: the sentence holds the answer
 LEXICAL = "bm25"
 HYBRID = "hybrid"
 
@@ -202,10 +211,73 @@ class OpenAnswer:
     read: tuple[Read, ...]
 
 
+# --- re-ranking --------------------------------------------------------------------------------
+
+
+class Reranker:
+    """Lesson 7's pair classifier (a folder fine-tuned on wiki-qnli: does this sentence hold the
+    answer to the question?) re-ranking retrieved paragraphs: a paragraph's score is the highest
+    probability of ENTAILMENT over its sentences, each read as [CLS] question [SEP] sentence
+    [SEP]. It reads every sentence of the first stage's RERANK_DEPTH paragraphs (a cross-encoder:
+    slower than the retriever, which is why it re-ranks a few rather than ranking all)."""
+
+    def __init__(self, folder: str | Path):
+        folder = Path(folder)
+        task = tasks.of_folder(folder) if (folder / "config.json").is_file() else None
+        architectures = _architectures(folder / "config.json")
+        refused = ValueError(
+            f"{folder} is not a trained pair classifier with an {ENTAILMENT!r} label"
+            + (f" (fine-tuned for {task.name})" if task else "")
+            + ": re-rank with a folder of `minibert finetune --task wiki-qnli`"
+        )
+        classifier = BertForSequenceClassification.__name__
+        if (task is not None and not task.pairs) or (
+            architectures and classifier not in architectures
+        ):
+            raise refused
+        try:
+            model = BertForSequenceClassification.from_pretrained(folder).eval()
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot re-rank with {folder}: {exc}") from None
+        names = model.config.names()
+        if ENTAILMENT not in names or model.loading_info["newly_initialized"]:
+            raise refused
+        self.model, self.tokenizer = model, BertTokenizer.from_pretrained(folder)
+        self.positive = names.index(ENTAILMENT)
+
+    @torch.no_grad()
+    def scores(self, question: str, texts: Sequence[str]) -> torch.Tensor:
+        """(texts,) each text's highest probability of ENTAILMENT over its sentences."""
+        _check_question(question)
+        sentences = [corpora.split_sentences(text) or [text] for text in texts]
+        pairs = [(question, s) for group in sentences for s in group]
+        probabilities = torch.empty(len(pairs))
+        limit = min(PAIR_LENGTH, self.model.config.max_position_embeddings)
+        for start in range(0, len(pairs), 64):
+            batch = self.tokenizer.encode_batch(
+                pairs[start : start + 64], max_length=limit, truncation="only_second"
+            )
+            logits = self.model(**batch).logits  # (pairs, labels)
+            probabilities[start : start + 64] = logits.float().softmax(-1)[:, self.positive]
+        per_text = torch.split(probabilities, [len(group) for group in sentences])
+        return torch.stack([p.max() for p in per_text])
+
+    def __call__(self, question: str, hits: Sequence[Hit], top_k: int = DEFAULT_TOP_K) -> list[Hit]:
+        """The top_k of hits by the classifier's score, ranked again (a tie keeps the first
+        stage's order); each hit's score becomes that probability."""
+        _check_top_k(top_k)
+        scores = self.scores(question, [hit.text for hit in hits]).tolist()
+        order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))[:top_k]
+        return [
+            Hit(rank, scores[i], hits[i].index, hits[i].passage) for rank, i in enumerate(order, 1)
+        ]
+
+
 class Asker:
     """A retriever and a reader, loaded once: call it with a question for an OpenAnswer.
     retriever: 'hybrid' (default), 'bm25' or an encoder; encoder and weight: the hybrid's dense
-    side and weight; reader: a wiki-qa folder (default_reader() when None)."""
+    side and weight; reader: a wiki-qa folder (default_reader() when None); rerank: a wiki-qnli
+    folder that re-ranks the retriever's RERANK_DEPTH best before the reader reads top_k."""
 
     def __init__(
         self,
@@ -215,17 +287,29 @@ class Asker:
         weight: float = HYBRID_WEIGHT,
         passages: Sequence[Passage] | None = None,
         quiet: bool = True,
+        rerank: str | Path | None = None,
     ):
         self.reader, self.tokenizer = load_reader(reader)  # first: a missing reader fails fast
         self.reader_length = trained_length(Path(reader) if reader else default_reader())
+        self.reranker = Reranker(rerank) if rerank is not None else None
         self.retriever = Retriever(retriever, passages, encoder, weight, quiet)
+
+    @property
+    def measure(self) -> str:
+        """What a hit's score is: the retriever's, or the re-ranker's probability."""
+        if self.reranker is None:
+            return self.retriever.measure
+        return f"{ENTAILMENT} probability, re-ranked from the top {RERANK_DEPTH}"
 
     def __call__(
         self, question: str, top_k: int = DEFAULT_TOP_K, max_length: int | None = None
     ) -> OpenAnswer:
         """The best span over the top_k paragraphs by start + end logit; max_length: the
         reader's window (default: its training length), windows overlapping by a quarter."""
-        hits = self.retriever(question, top_k)
+        if self.reranker is None:
+            hits = self.retriever(question, top_k)
+        else:
+            hits = self.reranker(question, self.retriever(question, RERANK_DEPTH), top_k)
         length = max_length or self.reader_length
         tok, reader = self.tokenizer, self.reader
         read = tuple(
@@ -244,9 +328,11 @@ def ask(
     top_k: int = DEFAULT_TOP_K,
     encoder: str | Path = "minilm",
     weight: float = HYBRID_WEIGHT,
+    rerank: str | Path | None = None,
 ) -> OpenAnswer:
-    """Answer a question from the course's Wikipedia: the retriever's top_k paragraphs, the
-    reader's best span over them (mb.ask; for many questions, build an Asker once)."""
+    """Answer a question from the course's Wikipedia: the retriever's top_k paragraphs (or the
+    top_k of its RERANK_DEPTH re-ranked by a wiki-qnli folder), the reader's best span over them
+    (mb.ask; for many questions, build an Asker once)."""
     _check_question(question)
     _check_top_k(top_k)
-    return Asker(retriever, reader, encoder, weight, quiet=True)(question, top_k)
+    return Asker(retriever, reader, encoder, weight, rerank=rerank)(question, top_k)

@@ -29,12 +29,12 @@ QUESTION = "where is the tower ?"
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "retrieval.json"
 
 
-def tiny_reader_folder(folder: Path, cls=BertForQuestionAnswering) -> Path:
+def tiny_reader_folder(folder: Path, cls=BertForQuestionAnswering, **config) -> Path:
     """A saved tiny span reader (random weights, its head saved) with the passages' words."""
     words = sorted({w for p in PASSAGES for w in p.text.split()} | set(QUESTION.split()))
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
     minibert.set_seed(0)
-    cls(make_tiny_config(vocab_size=len(vocab))).save_pretrained(folder)
+    cls(make_tiny_config(vocab_size=len(vocab), **config)).save_pretrained(folder)
     BertTokenizer(vocab).save_pretrained(folder)
     return folder
 
@@ -168,3 +168,59 @@ def test_a_folder_that_is_not_a_reader_is_one_line(folders, tmp_path):
     (classifier / "results.json").write_text(json.dumps({"task": "rotten-tomatoes"}))
     done = cli("ask", "who?", "--reader", str(classifier), "--retriever", "bm25")
     assert "(fine-tuned for rotten-tomatoes)" in done.stderr and done.returncode == 2
+
+
+# --- re-ranking with lesson 7's pair classifier ---------------------------------------------------
+
+SENTENCES = [Passage("Two", 0, "The cat sat on the mat. The tower is in paris."), PASSAGES[4]]
+
+
+def tiny_pair_classifier(folder: Path) -> Path:
+    """A saved tiny pair classifier with wiki-qnli's labels (random weights, its head saved)."""
+    labels = ("not_entailment", "entailment")
+    return tiny_reader_folder(folder, BertForSequenceClassification, label_names=labels)
+
+
+def test_the_reranker_scores_a_paragraph_by_its_sentence_most_likely_to_hold_the_answer(tmp_path):
+    folder = tiny_pair_classifier(tmp_path / "qnli")
+    reranker = open_qa.Reranker(folder)
+    scores = reranker.scores(QUESTION, [p.text for p in SENTENCES])
+    model = BertForSequenceClassification.from_pretrained(folder).eval()
+    tok = BertTokenizer.from_pretrained(folder)
+    pairs = [(QUESTION, "The cat sat on the mat."), (QUESTION, "The tower is in paris."),
+             (QUESTION, "paris")]  # fmt: skip
+    with torch.no_grad():
+        entailment = model(**tok.encode_batch(pairs)).logits.softmax(-1)[:, 1]  # (pairs,)
+    torch.testing.assert_close(scores, torch.stack([entailment[:2].max(), entailment[2]]))
+
+
+def test_reranking_orders_the_first_stage_by_the_classifier_and_cuts_to_top_k(
+    tmp_path, monkeypatch
+):
+    reranker = open_qa.Reranker(tiny_pair_classifier(tmp_path / "qnli"))
+    hits = Retriever("bm25", PASSAGES)(QUESTION, top_k=4)
+    monkeypatch.setattr(reranker, "scores", lambda q, texts: torch.tensor([0.1, 0.7, 0.1, 0.9]))
+    again = reranker(QUESTION, hits, top_k=3)
+    assert [h.passage for h in again] == [hits[3].passage, hits[1].passage, hits[0].passage]
+    assert [h.rank for h in again] == [1, 2, 3] and [h.score for h in again] == pytest.approx(
+        [0.9, 0.7, 0.1]
+    )  # a tie (0.1, 0.1) keeps the first stage's order
+
+
+def test_ask_reranks_before_reading_and_refuses_a_folder_that_is_not_a_pair_classifier(
+    folders, wiki, tmp_path
+):
+    _, reader = folders
+    qnli = tiny_pair_classifier(tmp_path / "qnli")
+    args = ["ask", QUESTION, "--reader", str(reader), "--retriever", "bm25"]
+    done = cli(*args, "--rerank", str(qnli), "--top-k", "2")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert (
+        f"of 2 (entailment probability, re-ranked from the top {open_qa.RERANK_DEPTH} " in lines[1]
+    )
+    found = minibert.ask(QUESTION, "bm25", reader, top_k=2, rerank=qnli)
+    assert lines[0] == found.text and lines[2] == f"    {found.hit.text}"
+    done = cli(*args, "--rerank", str(reader))  # a span reader, not a pair classifier
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "is not a trained pair classifier with an 'entailment' label" in done.stderr

@@ -3,6 +3,7 @@ reader (DrQA).
 
     minibert ask "who designed the eiffel tower?"                  # hybrid retriever, default reader
     minibert ask "who designed the eiffel tower?" --reader runs/qa --retriever bm25 --top-k 3
+    minibert ask "who designed the eiffel tower?" --reader runs/qa --rerank runs/qnli
 
 Prints the answer's text alone on the first line, then the paragraph it came from: its article and
 paragraph, its retrieval rank and score, the span's score (start + end logit, the measure compared
@@ -21,7 +22,13 @@ from minibert.options import POSITIVE_INT, UNIT_INTERVAL
 
 def add_arguments(sub: argparse._SubParsersAction) -> None:
     """The sub-command ask."""
-    from minibert.open_qa import DEFAULT_TOP_K, HYBRID_WEIGHT, default_reader, reader_command
+    from minibert.open_qa import (
+        DEFAULT_TOP_K,
+        HYBRID_WEIGHT,
+        RERANK_DEPTH,
+        default_reader,
+        reader_command,
+    )
 
     text = "answer a question from the course's Wikipedia: retrieve paragraphs, read a span"
     ask = sub.add_parser(
@@ -66,6 +73,14 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
         f"{HYBRID_WEIGHT}, chosen on the dev questions by benchmarks/retrieval.py)",
     )
     ask.add_argument(
+        "--rerank",
+        default=None,
+        metavar="FOLDER",
+        help=f"a pair classifier fine-tuned on wiki-qnli (`minibert finetune --task wiki-qnli`) "
+        f"that re-ranks the retriever's {RERANK_DEPTH} best paragraphs, each by its sentence most "
+        "likely to hold the answer, before the reader reads --top-k of them (default: none)",
+    )
+    ask.add_argument(
         "--max-length",
         type=argparse_type(int, POSITIVE_INT),
         default=None,
@@ -81,7 +96,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.question.strip():  # before loading anything: the answer is instant
         return _error("the question is empty: ask something, in quotes", 2)
     try:
-        asker = Asker(args.retriever, args.reader, args.encoder, args.weight, quiet=False)
+        asker = Asker(
+            args.retriever, args.reader, args.encoder, args.weight, quiet=False, rerank=args.rerank
+        )
         found = asker(args.question, args.top_k, args.max_length)
     except (FileNotFoundError, NotADirectoryError) as exc:
         return _error(exc, 2)
@@ -93,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     print(found.text)
     print(
         f"{hit.title}, paragraph {hit.passage.paragraph + 1}\tretrieved {hit.rank} of "
-        f"{len(found.read)} ({asker.retriever.measure} {hit.score:.3f})\tspan score "
+        f"{len(found.read)} ({asker.measure} {hit.score:.3f})\tspan score "
         f"{found.score:.2f} (start + end logit, the best of the {len(found.read)} paragraphs)"
     )
     print(f"    {hit.text}")
