@@ -80,6 +80,11 @@ class BiEncoder(BertPreTrainedModel):
         """(batch, q_seq) queries and (batch, p_seq) passages, row i of each a pair. A batch of
         one pair has no negative: its loss is None in evaluation (a held-out set's last batch),
         an error in training."""
+        if self.training and not any(p.requires_grad for p in self.bert.parameters()):
+            raise ValueError(
+                "every weight of the bi-encoder is frozen (freeze_encoder?): its model is the "
+                "encoder alone, with no head to train; train the encoder, or nothing learns"
+            )
         query_mask = torch.ones_like(query_ids) if query_mask is None else query_mask
         passage_mask = torch.ones_like(passage_ids) if passage_mask is None else passage_mask
         q, p = self.pool(query_ids, query_mask), self.pool(passage_ids, passage_mask)
