@@ -372,8 +372,8 @@ class BertTokenizer:
         self._cache[word] = result
         return result
 
-    def _encode_text(self, text: str) -> tuple[list[str], list[int], list[int]]:
-        """Text -> (pieces, ids, word index of each piece), no special tokens added."""
+    def _encode_text(self, text: str) -> Segment:
+        """Text -> its pieces, their ids and the word index of each, no special tokens added."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         chunks = self._special_re.split(text) if "[" in text else [text]
@@ -394,7 +394,7 @@ class BertTokenizer:
                 ids += d
                 word_ids += [word] * len(d)
                 word += 1
-        return pieces, ids, word_ids
+        return Segment(pieces, ids, word_ids)
 
     def _encode_text_with_offsets(self, text: str) -> Segment:
         """_encode_text, plus the (start, end) characters of text that each piece came from."""
@@ -422,11 +422,11 @@ class BertTokenizer:
             ids += word_piece_ids
             word_ids += [index] * len(word_piece_ids)
             offsets += piece_offsets(word_pieces, starts, ends)
-        return pieces, ids, word_ids, offsets
+        return Segment(pieces, ids, word_ids, offsets)
 
     def tokenize(self, text: str) -> list[str]:
         """Text -> WordPiece tokens, without [CLS] and [SEP]."""
-        return self._encode_text(text)[0]
+        return self._encode_text(text).tokens
 
     def __call__(
         self,
@@ -498,7 +498,7 @@ class BertTokenizer:
     def _segments(
         self, text: str, text_pair: str | None, truncation: str | None, offsets: bool
     ) -> tuple[Segment, Segment | None]:
-        """Both texts encoded (pieces, ids, word ids[, offsets]); the pair checked."""
+        """Both texts encoded (with their offsets if asked); the pair checked."""
         if text_pair is not None and not isinstance(text_pair, str):
             raise TypeError(f"text_pair must be a str or None, got {type(text_pair).__name__}")
         if truncation == "only_second" and text_pair is None:
@@ -508,18 +508,22 @@ class BertTokenizer:
 
     def _assemble(self, a: Segment, b: Segment | None) -> Encoding:
         """[CLS] A [SEP] (B [SEP]) from encoded segments, offsets (0, 0) at the special tokens."""
-        tokens, token_type_ids, special = build_inputs(a[0], b and b[0], CLS, SEP)
+
+        def both(field: str, cls: Any, sep: Any) -> list:  # one field of A and B, specials added
+            return build_inputs(getattr(a, field), b and getattr(b, field), cls, sep)[0]
+
+        tokens, token_type_ids, special = build_inputs(a.tokens, b and b.tokens, CLS, SEP)
         fields = (
             tokens,
-            build_inputs(a[1], b and b[1], self.cls_token_id, self.sep_token_id)[0],  # input_ids
+            both("input_ids", self.cls_token_id, self.sep_token_id),
             token_type_ids,
             [1] * len(tokens),  # attention_mask
             special,
-            build_inputs(a[2], b and b[2], None, None)[0],  # word_ids
+            both("word_ids", None, None),
         )
-        if len(a) == 3:
+        if a.offsets is None:
             return Encoding(*fields)
-        return EncodingWithOffsets(*fields, build_inputs(a[3], b and b[3], (0, 0), (0, 0))[0])
+        return EncodingWithOffsets(*fields, both("offsets", (0, 0), (0, 0)))
 
     def _encode(
         self,
@@ -636,7 +640,7 @@ def _truncate(
     a: Segment, b: Segment | None, budget: int, strategy: str
 ) -> tuple[Segment, Segment | None]:
     """Cut segments to budget pieces in all: longest_first, only_first or only_second."""
-    n_a, n_b = len(a[0]), len(b[0]) if b is not None else 0
+    n_a, n_b = len(a.tokens), len(b.tokens) if b is not None else 0
     excess = n_a + n_b - budget
     if excess <= 0:
         return a, b
@@ -663,7 +667,4 @@ def _truncate(
                 f"text, which has {n_b}; use truncation='longest_first' or a larger max_length"
             )
         keep_a, keep_b = n_a, n_b - excess
-    a = tuple(x[:keep_a] for x in a)
-    if b is not None:
-        b = tuple(x[:keep_b] for x in b)
-    return a, b
+    return a.cut(0, keep_a), b.cut(0, keep_b) if b is not None else None
