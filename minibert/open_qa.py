@@ -15,10 +15,13 @@ on wiki-qa (``minibert finetune --task wiki-qa``); none is shipped, so ``default
 where ``reader_command()`` writes one.
 
 The reader reads each of the top_k paragraphs (``inference.answer``: every window, the best start
-+ end). The answer is the span with the highest score, start logit + end logit, over all of them:
-DrQA compares spans across paragraphs by the unnormalised exp(start + end), whose order is the
-logit sum's. A probability would not compare: each paragraph's softmax has its own normaliser.
-The retriever's score does not enter; a paragraph ranked third whose span scores higher wins.
++ end). The answer is the span with the highest score over all of them: its start logit + end
+logit (DrQA compares spans across paragraphs by the unnormalised exp(start + end), whose order is
+the logit sum's; a probability would not compare, each paragraph's softmax has its own
+normaliser), plus RETRIEVAL_WEIGHT times its paragraph's retrieval score standardised over the
+corpus for the question (BERTserini's linear combination, Yang et al., 2019): a reader alone
+finds a confident span in a wrong paragraph more often than the retriever ranks that paragraph
+first.
 
 Between the two, a re-ranker may reorder the retriever's RERANK_DEPTH best (``Reranker``): lesson
 7's pair classifier, fine-tuned on wiki-qnli, scores each paragraph by its sentence most likely to
@@ -46,6 +49,7 @@ __all__ = [
     "DEFAULT_TOP_K",
     "HYBRID_WEIGHT",
     "RERANK_DEPTH",
+    "RETRIEVAL_WEIGHT",
     "Asker",
     "OpenAnswer",
     "Read",
@@ -61,6 +65,10 @@ __all__ = [
 # "hybrid: BM25 + MiniLM mean" row; a test checks the two agree)
 HYBRID_WEIGHT = 0.55
 DEFAULT_TOP_K = 5  # paragraphs the reader reads
+# the answer's score: span score + RETRIEVAL_WEIGHT x its paragraph's standardised retrieval score,
+# the weight chosen on the dev questions among 0, 0.25, 0.5, 1, 2, 4, 8 (the hybrid retriever, five
+# paragraphs, a MiniLM reader); 0, the span score alone, was the worst of them
+RETRIEVAL_WEIGHT = 1.0
 RERANK_DEPTH = 20  # the first stage's paragraphs a re-ranker reads
 PAIR_LENGTH = 128  # pieces of [CLS] question [SEP] sentence [SEP] (wiki-qnli's training length)
 ENTAILMENT = "entailment"  # wiki-qnli's label: the sentence holds the answer
@@ -115,15 +123,21 @@ class Retriever:
             return cosine
         return hybrid_scores(lexical[None], cosine[None], self.weight)[0]
 
-    def __call__(self, question: str, top_k: int = DEFAULT_TOP_K) -> list[Hit]:
-        """The top_k passages for a question, best first."""
+    def top(self, question: str, top_k: int = DEFAULT_TOP_K) -> tuple[list[Hit], torch.Tensor]:
+        """The top_k passages for a question, best first, and (passages,) every passage's score
+        standardised over the corpus for this question (minus the mean, over the deviation)."""
         _check_top_k(top_k)
-        scores = self.scores(question)
+        scores = self.scores(question).double()
         best = scores.topk(min(top_k, len(scores)))
-        return [
+        hits = [
             Hit(rank, float(s), int(i), self.passages[int(i)])
             for rank, (s, i) in enumerate(zip(best.values, best.indices), 1)
         ]
+        return hits, (scores - scores.mean()) / scores.std().clamp(min=1e-12)
+
+    def __call__(self, question: str, top_k: int = DEFAULT_TOP_K) -> list[Hit]:
+        """The top_k passages for a question, best first."""
+        return self.top(question, top_k)[0]
 
 
 def _check_question(question: str) -> None:
@@ -192,19 +206,25 @@ def _architectures(config: Path) -> list[str]:
 
 @dataclass(frozen=True)
 class Read:
-    """One retrieved paragraph and the reader's best span in it (``inference.Answer``)."""
+    """One retrieved paragraph, the reader's best span in it (``inference.Answer``), the
+    paragraph's retrieval score standardised over the corpus (z) and the answer's score: the
+    span's start + end logit + retrieval_weight x z."""
 
     hit: Hit
     answer: inference.Answer
+    retrieval_z: float
+    score: float
 
 
 @dataclass(frozen=True)
 class OpenAnswer:
-    """The answer: its text, its score (start + end logit), its characters in its paragraph, the
-    paragraph's hit (rank, retrieval score, passage) and every paragraph read, in rank order."""
+    """The answer: its text, its score (span score + retrieval_weight x retrieval z), its span
+    score (start + end logit), its characters in its paragraph, the paragraph's hit (rank,
+    retrieval score, passage) and every paragraph read, in rank order."""
 
     text: str
     score: float
+    span_score: float
     start: int
     end: int
     hit: Hit
@@ -288,7 +308,11 @@ class Asker:
         passages: Sequence[Passage] | None = None,
         quiet: bool = True,
         rerank: str | Path | None = None,
+        retrieval_weight: float = RETRIEVAL_WEIGHT,
     ):
+        if not retrieval_weight >= 0:
+            raise ValueError(f"retrieval_weight must be >= 0, got {retrieval_weight}")
+        self.retrieval_weight = retrieval_weight
         self.reader, self.tokenizer = load_reader(reader)  # first: a missing reader fails fast
         self.reader_length = trained_length(Path(reader) if reader else default_reader())
         self.reranker = Reranker(rerank) if rerank is not None else None
@@ -304,21 +328,24 @@ class Asker:
     def __call__(
         self, question: str, top_k: int = DEFAULT_TOP_K, max_length: int | None = None
     ) -> OpenAnswer:
-        """The best span over the top_k paragraphs by start + end logit; max_length: the
-        reader's window (default: its training length), windows overlapping by a quarter."""
-        if self.reranker is None:
-            hits = self.retriever(question, top_k)
-        else:
-            hits = self.reranker(question, self.retriever(question, RERANK_DEPTH), top_k)
+        """The best span over the top_k paragraphs by its score: start + end logit, plus
+        retrieval_weight x its paragraph's standardised retrieval score; max_length: the reader's
+        window (default: its training length), windows overlapping by a quarter."""
+        hits, z = self.retriever.top(question, top_k if self.reranker is None else RERANK_DEPTH)
+        if self.reranker is not None:
+            hits = self.reranker(question, hits, top_k)
         length = max_length or self.reader_length
-        tok, reader = self.tokenizer, self.reader
-        read = tuple(
-            Read(hit, inference.answer(reader, tok, question, hit.text, length, length // 4))
-            for hit in hits
-        )
-        best = max(read, key=lambda r: r.answer.score)  # a tie: the better-ranked paragraph
+        tok, reader, weight = self.tokenizer, self.reader, self.retrieval_weight
+        read = []
+        for hit in hits:
+            span = inference.answer(reader, tok, question, hit.text, length, length // 4)
+            evidence = float(z[hit.index])
+            read.append(Read(hit, span, evidence, span.score + weight * evidence))
+        best = max(read, key=lambda r: r.score)  # a tie: the better-ranked paragraph
         found = best.answer
-        return OpenAnswer(found.text, found.score, found.start, found.end, best.hit, read)
+        return OpenAnswer(
+            found.text, best.score, found.score, found.start, found.end, best.hit, tuple(read)
+        )
 
 
 def ask(
@@ -329,10 +356,14 @@ def ask(
     encoder: str | Path = "minilm",
     weight: float = HYBRID_WEIGHT,
     rerank: str | Path | None = None,
+    retrieval_weight: float = RETRIEVAL_WEIGHT,
 ) -> OpenAnswer:
     """Answer a question from the course's Wikipedia: the retriever's top_k paragraphs (or the
     top_k of its RERANK_DEPTH re-ranked by a wiki-qnli folder), the reader's best span over them
     (mb.ask; for many questions, build an Asker once)."""
     _check_question(question)
     _check_top_k(top_k)
-    return Asker(retriever, reader, encoder, weight, rerank=rerank)(question, top_k)
+    asker = Asker(
+        retriever, reader, encoder, weight, rerank=rerank, retrieval_weight=retrieval_weight
+    )
+    return asker(question, top_k)

@@ -76,7 +76,6 @@ def test_bm25_hybrid_and_dense_retrievers_score_as_defined(folders):
 
 def test_the_answer_is_the_best_span_score_over_the_paragraphs_not_the_first(folders, monkeypatch):
     _, reader = folders
-    asker = Asker("bm25", reader, passages=PASSAGES)
     surest = "the cat sat on the mat"  # ranked below the tower's paragraph for this question
 
     def scripted(model, tok, question, context, max_length, stride):
@@ -85,16 +84,36 @@ def test_the_answer_is_the_best_span_score_over_the_paragraphs_not_the_first(fol
         return inference.Answer(context[:3], 0.9, 0, 3, 1.0)  # more probable, lower score
 
     monkeypatch.setattr(open_qa.inference, "answer", scripted)
-    found = asker(QUESTION, top_k=5)
-    assert found.hit.passage.text == surest and found.hit.rank > 1
-    assert found.text == "cat" and found.score == 9.0
+    found = Asker("bm25", reader, passages=PASSAGES, retrieval_weight=0.0)(QUESTION, top_k=5)
+    assert found.hit.passage.text == surest and found.hit.rank > 1  # DrQA's rule: spans alone
+    assert found.text == "cat" and found.score == found.span_score == 9.0
     assert [r.hit.rank for r in found.read] == list(range(1, len(found.read) + 1))
+
+
+def test_the_retrieval_score_standardised_adds_to_the_span_score(folders, monkeypatch):
+    _, reader = folders
+
+    def level(model, tok, question, context, max_length, stride):  # every span alike
+        return inference.Answer(context[:3], 0.5, 0, 3, 2.0)
+
+    monkeypatch.setattr(open_qa.inference, "answer", level)
+    asker = Asker("bm25", reader, passages=PASSAGES, retrieval_weight=0.5)
+    found = asker(QUESTION, top_k=3)
+    scores = asker.retriever.scores(QUESTION).double()
+    z = (scores - scores.mean()) / scores.std()
+    for r in found.read:
+        assert r.retrieval_z == pytest.approx(float(z[r.hit.index]))
+        assert r.score == pytest.approx(2.0 + 0.5 * r.retrieval_z)
+    assert found.hit.rank == 1 and found.score == max(r.score for r in found.read)  # z decides
+    with pytest.raises(ValueError, match="retrieval_weight must be >= 0"):
+        Asker("bm25", reader, passages=PASSAGES, retrieval_weight=-1.0)
 
 
 def test_a_span_s_score_is_its_start_plus_end_logit_and_its_text_is_in_its_paragraph(folders):
     _, reader = folders
     found = Asker("bm25", reader, passages=PASSAGES)(QUESTION, top_k=3)
-    assert found.score == max(r.answer.score for r in found.read)
+    assert found.score == max(r.score for r in found.read)
+    assert found.span_score == next(r.answer.score for r in found.read if r.hit == found.hit)
     assert found.hit.text[found.start : found.end] == found.text
     model, tok = open_qa.load_reader(reader)
     context = found.hit.text
@@ -104,7 +123,7 @@ def test_a_span_s_score_is_its_start_plus_end_logit_and_its_text_is_in_its_parag
     inside = [i for i, s in enumerate(enc.sequence_ids) if s == 1]
     starts, ends = out.start_logits[0].tolist(), out.end_logits[0].tolist()
     best = inference.best_span(starts, ends, inside)
-    assert found.score == pytest.approx(best[0], abs=1e-5)
+    assert found.span_score == pytest.approx(best[0], abs=1e-5)
     assert (found.start, found.end) == (enc.offsets[best[1]][0], enc.offsets[best[2]][1])
 
 
@@ -137,6 +156,7 @@ def test_the_defaults_are_the_best_retriever_measured_and_its_dev_chosen_weight(
     help_text = " ".join(done.stdout.split())
     assert "minibert finetune --model minilm --task wiki-qa --out" in help_text
     assert "default: 0.55" in help_text and "(default: 5)" in help_text
+    assert open_qa.RETRIEVAL_WEIGHT == 1.0 and "(default: 1, chosen on the dev" in help_text
 
 
 @pytest.mark.parametrize("question", ["", "   "])

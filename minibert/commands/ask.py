@@ -17,7 +17,7 @@ import argparse
 import sys
 
 from minibert.commands.flags import argparse_type
-from minibert.options import POSITIVE_INT, UNIT_INTERVAL
+from minibert.options import NON_NEGATIVE, POSITIVE_INT, UNIT_INTERVAL
 
 
 def add_arguments(sub: argparse._SubParsersAction) -> None:
@@ -26,6 +26,7 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
         DEFAULT_TOP_K,
         HYBRID_WEIGHT,
         RERANK_DEPTH,
+        RETRIEVAL_WEIGHT,
         default_reader,
         reader_command,
     )
@@ -35,10 +36,11 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
         "ask",
         help=text,
         description=text,
-        epilog="The answer is the span with the highest start + end logit over the paragraphs "
-        "read (DrQA's rule: a probability would not compare, each paragraph's softmax has its "
-        f"own normaliser). No reader ships with the course: make the default one with "
-        f"`{reader_command()}`.",
+        epilog="The answer is the span with the highest score over the paragraphs read: its "
+        "start + end logit (DrQA's: a probability would not compare, each paragraph's softmax has "
+        "its own normaliser) plus --retrieval-weight times its paragraph's retrieval score, "
+        "standardised over the corpus for the question (BERTserini's). No reader ships with the "
+        f"course: make the default one with `{reader_command()}`.",
     )
     ask.add_argument("question", help="the question, in quotes")
     ask.add_argument(
@@ -73,6 +75,13 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
         f"{HYBRID_WEIGHT}, chosen on the dev questions by benchmarks/retrieval.py)",
     )
     ask.add_argument(
+        "--retrieval-weight",
+        type=argparse_type(float, NON_NEGATIVE),
+        default=RETRIEVAL_WEIGHT,
+        help="how much the paragraph's standardised retrieval score adds to a span's start + end "
+        f"logit (default: {RETRIEVAL_WEIGHT:g}, chosen on the dev questions; 0: the span alone)",
+    )
+    ask.add_argument(
         "--rerank",
         default=None,
         metavar="FOLDER",
@@ -97,7 +106,13 @@ def run(args: argparse.Namespace) -> int:
         return _error("the question is empty: ask something, in quotes", 2)
     try:
         asker = Asker(
-            args.retriever, args.reader, args.encoder, args.weight, quiet=False, rerank=args.rerank
+            args.retriever,
+            args.reader,
+            args.encoder,
+            args.weight,
+            quiet=False,
+            rerank=args.rerank,
+            retrieval_weight=args.retrieval_weight,
         )
         found = asker(args.question, args.top_k, args.max_length)
     except (FileNotFoundError, NotADirectoryError) as exc:
@@ -108,10 +123,12 @@ def run(args: argparse.Namespace) -> int:
         return _error(exc, 1)
     hit = found.hit
     print(found.text)
+    z = found.score - found.span_score
     print(
         f"{hit.title}, paragraph {hit.passage.paragraph + 1}\tretrieved {hit.rank} of "
-        f"{len(found.read)} ({asker.measure} {hit.score:.3f})\tspan score "
-        f"{found.score:.2f} (start + end logit, the best of the {len(found.read)} paragraphs)"
+        f"{len(found.read)} ({asker.measure} {hit.score:.3f})\tscore {found.score:.2f} = span "
+        f"score {found.span_score:.2f} (start + end logit) + {z:.2f} (retrieval), the best of "
+        f"the {len(found.read)} paragraphs"
     )
     print(f"    {hit.text}")
     return 0
