@@ -115,10 +115,15 @@ def test_the_baselines_rank_as_bm25_and_tf_idf_do(toy, tmp_path):
     assert set(scored) == {"BM25", "TF-IDF cosine"}  # each gold passage ranked without a tie
 
 
-def test_a_frozen_encoder_is_refused_in_one_line_for_it_is_the_whole_model(toy, tmp_path):
+def test_a_frozen_encoder_and_another_pooling_are_refused_in_one_line(toy, tmp_path):
     source = tiny_encoder_folder(tmp_path / "tiny")
     done = cli("finetune", "--model", str(source), "--task", "wiki-search", "--out",
                str(tmp_path / "out"), "--steps", "3", "--batch-size", "5", "--freeze-encoder")  # fmt: skip
     assert done.returncode == 2
     assert "error: every weight of the bi-encoder is frozen (freeze_encoder?)" in done.stderr
     assert not (tmp_path / "out" / "model.safetensors").exists()  # a failed run leaves no model
+    done = cli("finetune", "--model", str(source), "--task", "wiki-search", "--out",
+               str(tmp_path / "out"), "--pooling", "mean")  # fmt: skip
+    assert done.returncode == 2 and "wiki-search is a vector task (its encoder is mean-pooled" in (
+        done.stderr
+    )

@@ -288,8 +288,11 @@ def _finetune(
         num_labels=spec.head_size, label_names=spec.label_names, classifier_pooling=o.pooling
     )
     if o.pooling != "cls" and spec.shape != "text":
+        vector = spec.shape == "vector"  # wiki-search: the encoder is mean-pooled, as search reads
+        why = " (its encoder is mean-pooled, as minibert search reads it)" if vector else ""
         raise ValueError(
-            f"pooling applies to a sentence task's classifier; {spec.name} labels {spec.shape}"
+            f"pooling applies to a sentence task's classifier; {spec.name} is a {spec.shape} "
+            f"task{why}"
         )
     if not o.reinit_layers <= config.num_layers:
         raise ValueError(
