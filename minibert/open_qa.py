@@ -323,7 +323,7 @@ class Asker:
         """What a hit's score is: the retriever's, or the re-ranker's probability."""
         if self.reranker is None:
             return self.retriever.measure
-        return f"{ENTAILMENT} probability, re-ranked from the top {RERANK_DEPTH}"
+        return f"re-ranked from the top {RERANK_DEPTH}: {ENTAILMENT} probability"
 
     def __call__(
         self, question: str, top_k: int = DEFAULT_TOP_K, max_length: int | None = None

@@ -237,7 +237,7 @@ def test_ask_reranks_before_reading_and_refuses_a_folder_that_is_not_a_pair_clas
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert (
-        f"of 2 (entailment probability, re-ranked from the top {open_qa.RERANK_DEPTH} " in lines[1]
+        f"of 2 (re-ranked from the top {open_qa.RERANK_DEPTH}: entailment probability " in lines[1]
     )
     found = minibert.ask(QUESTION, "bm25", reader, top_k=2, rerank=qnli)
     assert lines[0] == found.text and lines[2] == f"    {found.hit.text}"
