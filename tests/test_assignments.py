@@ -18,7 +18,8 @@ import pytest
 
 from minibert import cli
 from minibert.teaching import assignments
-from minibert.teaching.assignments import remote, runner, worker
+from minibert.teaching import grading_worker as worker
+from minibert.teaching.assignments import remote, runner
 
 SOLUTIONS = Path(__file__).parent / "assignments"
 
@@ -510,7 +511,8 @@ def test_reference_solution_is_the_skeleton_with_its_bodies_filled_in(name):
 ATTENTION = (SOLUTIONS / "attention" / "attention.py").read_text(encoding="utf-8")
 KEEP = "    keep = attention_mask[:, None, None, :].bool()"  # inside padding_mask (part 2)
 MARKER = f"minibert-hostile-{uuid.uuid4().hex}"  # in the command line of every process they start
-PACKAGE = Path(assignments.__file__).parent  # the grader's own code, which G4 tries to edit
+PACKAGE = Path(assignments.__file__).parent
+GRADER = [*sorted(PACKAGE.glob("*.py")), Path(worker.__file__)]  # its code, which G4 tries to edit
 SITE = [p for p in sys.path if p.endswith("site-packages") and os.path.isdir(p)]
 CANARIES = [Path(d) / f"minibert_hostile_canary{ext}" for d in SITE for ext in (".pth", ".py")]
 
@@ -582,7 +584,7 @@ def hostile(root: Path) -> dict[str, str]:
             "            pass\n"
         ),
         "g4_edit_package": (
-            f"for _path in {[str(p) for p in sorted(PACKAGE.glob('*.py'))] + ['/grader/worker.py']!r}"
+            f"for _path in {[str(p) for p in GRADER] + ['/grader/worker.py']!r}"
             f" + {[str(p) for p in CANARIES]!r}:\n"
             "    try:\n"
             "        open(_path, 'a').write('\\n# edited by a submission\\n')\n"
@@ -704,7 +706,7 @@ def sandboxed_class(sandbox_here, tmp_path_factory):
     for who, text in (("m_finetuning", loop), ("n_finetuning_live_weights", live)):
         loops.append(assignments.new("finetuning", root / who))  # another assignment, same class
         (loops[-1] / "finetuning.py").write_text(text, encoding="utf-8")
-    before = {p: p.read_bytes() for p in PACKAGE.glob("*.py")}
+    before = {p: p.read_bytes() for p in GRADER}
     on_disk = {f: (f / "attention.py").read_bytes() for f in honest}
     try:
         graded = grade_class(tmp, [*folders, *honest])

@@ -11,6 +11,8 @@ never imports it (a test checks the direction).
 - ``exercises``: the notebooks' checkers, one module per lesson, each returning a ``Result``
   (passed, message);
 - ``assignments``: graded assignments (their files in ``assignment_files/``) and the grader;
+  ``grading_worker``: the program that runs a submission for the grader (no minibert import: it
+  runs in the sandbox), beside ``assignments`` and ``exercises``, which both import it;
 - ``student_edition``: the notebooks without the exercises' solutions (with nbgrader);
 - ``slides``: the lessons' slide types (RISE's cell metadata) and their offline reveal.js decks;
   ``offline``: what the site and the decks need to work with no network (MathJax, a link check);
@@ -30,6 +32,7 @@ __all__ = [
     "exercises",
     "explorer",
     "figures",
+    "grading_worker",
     "lessons",
     "offline",
     "slides",

@@ -7,15 +7,16 @@ minibert assignment grade subs/* --csv grades.csv # a whole class: one row per f
 
 Grading is split so that a submission cannot forge its score: the grader makes every input and
 compares every output with the reference (``checks``), while the student's code runs in a worker
-(``worker``), sandboxed by bubblewrap where it can be (``runner``), which only sends back what
-that code returned (``remote``). Without a sandbox, grading still runs and every row says "not
-sandboxed". The modules:
+(``minibert.teaching.grading_worker``), sandboxed by bubblewrap where it can be (``runner``),
+which only sends back what that code returned (``remote``). Without a sandbox, grading still runs
+and every row says "not sandboxed". The modules:
 
 - ``catalogue``: the assignments and their parts; ``list``, ``new``, ``which``;
 - ``checks``: each part's inputs, comparison and hint;
 - ``runner``: running a submission (sandboxed, in a child process, or in this process);
 - ``remote``: the grader's side of the channel and proxies for the student's objects;
-- ``worker``: the program that runs the student's code (standard library and torch only);
+- ``minibert.teaching.grading_worker`` (beside this package, since the exercises use it too): the
+  program that runs the student's code (standard library and torch only);
 - ``reports``: the report and the CSV, written by the grader alone (the command that prints them,
   ``minibert assignment``, is ``minibert.commands.assignment``).
 """

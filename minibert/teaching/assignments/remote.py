@@ -2,7 +2,7 @@
 
 A check (checks.py) holds a RemoteModule where it would hold the student's module. Reading a name
 gives a Remote; calling a Remote, or one of its methods, sends the arguments to the worker
-(worker.py), which calls the student's code and sends back what it returned: tensors, numbers,
+(grading_worker.py), which calls the student's code and sends back what it gave: tensors, numbers,
 lists, or a handle for an object that stays there (a module instance). The inputs are made here
 and the outputs are compared here, by the grader; no score crosses the channel, so a submission
 that writes its own frames can only send wrong outputs. A frame that is not one of the replies
@@ -24,8 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import minibert.teaching.assignments.worker as worker
-from minibert.teaching.assignments.worker import HEADER, MAX_TEXT
+import minibert.teaching.grading_worker as worker
+from minibert.teaching.grading_worker import HEADER, MAX_TEXT
 
 MAX_REPLY_TENSORS = 256 * 2**20  # the most tensor bytes one reply may carry
 SMALL_FRAME = 32 * 2**10  # a request this small is written at once (a pipe holds 64 KB)

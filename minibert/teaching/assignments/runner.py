@@ -1,6 +1,6 @@
 """Running a submission: in a bubblewrap sandbox, in a plain child process, or in this process.
 
-grade_isolated (the command's) copies the submission's folder and runs the worker (worker.py) on
+grade_isolated (the command's) copies the submission's folder and runs grading_worker.py on
 the copy. On Linux with bubblewrap, the worker runs in a sandbox: its own user, process, network,
 IPC and UTS namespaces (no network; it cannot see or signal the grader or another submission),
 as an unprivileged user (nobody) with every capability dropped, whoever runs the grader (root
@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from minibert.teaching import grading_worker
 from minibert.teaching.assignments.catalogue import Assignment, get, which
 from minibert.teaching.assignments.remote import (
     LocalTransport,
@@ -42,7 +43,7 @@ from minibert.teaching.assignments.remote import (
     Session,
     Stopped,
 )
-from minibert.teaching.assignments.worker import FORBIDDEN
+from minibert.teaching.grading_worker import FORBIDDEN
 
 PART_SECONDS = 300  # a part that runs longer (an endless loop) scores 0
 MEMORY_MB = 4096  # the resident memory a run may hold beyond Python and torch (Linux)
@@ -413,7 +414,7 @@ def _command(copy: Path, memory_mb: int, token: str, sandboxed: bool) -> list[st
     an in-memory folder of SUBMISSION_BYTES, and runs there: what the submission writes is capped
     in total and never reaches the host's disk.
     """
-    worker_file = str(Path(__file__).with_name("worker.py"))
+    worker_file = str(Path(grading_worker.__file__))  # beside the teaching kit's packages
     if not sandboxed:
         return [sys.executable, "-I", worker_file, str(memory_mb), *_site_dirs()]
     mounts = ["--ro-bind", str(copy), HANDED_IN, "--ro-bind", worker_file, "/grader/worker.py"]

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from minibert.finetuning import f1_score, scores
 from minibert.teaching.exercises.common import Result, call_safely, report
+from minibert.teaching.grading_worker import MADE
 
 
 def check_classification_head(fn: Callable[..., Any], cases: int = 20) -> Result:
@@ -144,9 +145,7 @@ def check_evaluation(fn: Callable[..., Any], cases: int = 30) -> Result:
 
 def _made(kind: str, *args: Any) -> Any:
     """One of the objects the loop is given, built here as the grader's worker builds it there
-    (worker.MADE: LoopClassifier, which notes each call's mode, and DevAccuracy)."""
-    from minibert.teaching.assignments.worker import MADE  # not at the top: assignments imports us
-
+    (grading_worker.MADE: LoopClassifier, which notes each call's mode, and DevAccuracy)."""
     return MADE[kind](*args)
 
 
@@ -237,7 +236,7 @@ def _run_loop(
 ) -> tuple[Any, Any, str | None]:
     """Run a loop (the learner's, or the reference with a mistake) on case: (model, state, hint).
 
-    make(kind, *args) builds the model and the measure (worker.MADE's classes; a grader's
+    make(kind, *args) builds the model and the measure (grading_worker.MADE's classes; a grader's
     make builds them in the worker that runs a submission)."""
     make = make or _made
     batches, dev, eval_every, lr, warmup = _loop_case(case)

@@ -9,7 +9,10 @@ with the reference. Whatever the student's code does to this process, it can at 
 or malformed frames, which the grader counts as that submission's failure.
 
 This file imports only the standard library, numpy, torch and safetensors, never minibert: the
-sandbox does not hold minibert. The grader imports it too, for the wire format.
+sandbox does not hold minibert. The grader (``minibert.teaching.assignments``) imports it too,
+for the wire format, and so does the fine-tuning exercise (``exercises.classifier``), for the
+objects in ``MADE``: it sits beside both packages, in neither, so that the exercises never
+import the grader that imports them. In the sandbox, it is bound at /grader/worker.py.
 
 A frame is an 8-byte header (the lengths of the JSON text and of the tensors, big-endian), the
 JSON text (UTF-8) and the tensors as safetensors bytes. In the JSON, a value is None, a bool, an
