@@ -24,9 +24,12 @@ three side by side took 11 minutes. Runs live in runs/scale/ (git-ignored). `col
 benchmarks/results/pretraining_scale.json and pretraining_scale.png; `finetune` (99 runs of
 7 to 10 s on 2 CPU cores, each cached in runs/scale/finetune, so it resumes; beside other work set
 OMP_NUM_THREADS=1: two threads on a shared core ran up to 20 times slower) adds the gain to the
-JSON and draws pretraining_scale_gain.png. Where gensim is missing (a GPU machine), `export FILE`
-here and `pretrain --articles FILE` there read the same articles in the same order (the runs in
-the results ran so). The fine-tuning half uses ten seeds, not three (see finetune_curve).
+JSON and draws pretraining_scale_gain.png. Where gensim is missing (a GPU machine), `export
+FILE.json` here and `pretrain --corpus FILE.json` there read the same articles in the same order
+(`minibert pretrain --corpus` reads a file that `corpora.write_articles` wrote, and splits it as
+the course extract). The runs in the results read the same articles on the GPU machine through a
+stand-in for `corpora.wikipedia_articles` that this script used to install; only that route has
+changed. The fine-tuning half uses ten seeds, not three (see finetune_curve).
 """
 
 from __future__ import annotations
@@ -83,26 +86,13 @@ def finished(folder: Path) -> bool:
     return (folder / "model.safetensors").exists() and (folder / "history.json").exists()
 
 
-# a run on a machine without gensim: the articles from export's file, in the corpus's own order
-READ_EXPORTED = """import json, os, runpy
-from minibert import corpora
-rows = json.load(open(os.environ["SCALE_ARTICLES"], encoding="utf-8"))
-kept = [corpora.Article(t, tuple(p), tuple(map(tuple, s))) for t, p, s in rows]
-def wikipedia_articles(split="all"):
-    return [a for a in kept if split == "all" or corpora.heldout_article(a.title) == (split == "heldout")]
-corpora.wikipedia_articles = wikipedia_articles
-runpy.run_module("minibert", run_name="__main__")
-"""
-
-
 def export(file: Path) -> None:
     """Write the course's Wikipedia articles (training and held-out), in the corpus's order, as
-    one JSON file that `pretrain --articles FILE` reads where gensim is missing."""
+    one JSON file that `pretrain --corpus FILE.json` reads where gensim is missing."""
     from minibert import corpora
 
     articles = corpora.wikipedia_articles("all")
-    rows = [[a.title, a.paragraphs, a.paragraph_sentences] for a in articles]
-    file.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+    corpora.write_articles(articles, file)
     print(f"{len(articles)} articles written to {file}")
 
 
@@ -114,7 +104,6 @@ def pretrain_all(
     threads: int,
     smoke: bool = False,
     fractions=FRACTIONS,
-    articles: Path | None = None,
 ) -> None:
     """The runs not finished yet, `parallel` at a time, each resuming what it had saved."""
     recipe = RECIPE if not smoke else [*RECIPE, *SMOKE]  # later flags win
@@ -123,7 +112,7 @@ def pretrain_all(
     running: list[tuple[float, subprocess.Popen, float]] = []
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(f"stopped: {len(running)} run(s) ended"))
     try:
-        _run_all(pending, running, recipe, corpus, runs, parallel, device, threads, articles)
+        _run_all(pending, running, recipe, corpus, runs, parallel, device, threads)
     finally:  # stopped (a time limit, Ctrl-C): end the runs; each resumes from its last save
         for _, process, _ in running:
             process.terminate()
@@ -131,16 +120,16 @@ def pretrain_all(
             process.wait()
 
 
-def _run_all(pending, running, recipe, corpus, runs, parallel, device, threads, articles) -> None:
+def _run_all(pending, running, recipe, corpus, runs, parallel, device, threads) -> None:
     """Start runs while fewer than `parallel` are going; note each one's wall time as it ends."""
     while pending or running:
         while pending and len(running) < parallel:
             fraction = pending.pop(0)
             out = run_folder(fraction, runs)
-            start = ["-c", READ_EXPORTED] if articles else ["-m", "minibert"]
             command = [
                 sys.executable,
-                *start,
+                "-m",
+                "minibert",
                 "pretrain",
                 *recipe,
                 "--corpus",
@@ -157,10 +146,8 @@ def _run_all(pending, running, recipe, corpus, runs, parallel, device, threads, 
             if (out / RUN_FOLDER).exists():
                 command.append("--resume")
             out.parent.mkdir(parents=True, exist_ok=True)
-            print(" ".join(command[3 if articles else 1 :]), flush=True)
+            print(" ".join(command[1:]), flush=True)
             env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-            if articles:
-                env["SCALE_ARTICLES"] = str(Path(articles).resolve())
             with open(runs / f"text-{fraction:g}.log", "a") as log:  # the run keeps its copy
                 process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
             running.append((fraction, process, time.perf_counter()))
@@ -478,12 +465,10 @@ def main(argv: list[str] | None = None) -> None:
     ex = sub.add_parser("export", help="the Wikipedia articles as one JSON file")
     ex.add_argument("file", type=Path)
     pre = sub.add_parser("pretrain", help="the four pretraining runs (resumable)")
-    pre.add_argument("--corpus", default="wikipedia", help="'wikipedia', a dump or a folder")
     pre.add_argument(
-        "--articles",
-        type=Path,
-        default=None,
-        help="the Wikipedia articles from `export FILE` (a machine without gensim)",
+        "--corpus",
+        default="wikipedia",
+        help="'wikipedia', a dump, a folder, or the .json file `export` wrote (no gensim there)",
     )
     pre.add_argument("--runs", type=Path, default=RUNS)
     pre.add_argument("--parallel", type=int, default=1, help="runs side by side")
@@ -517,7 +502,6 @@ def main(argv: list[str] | None = None) -> None:
             args.threads,
             args.smoke,
             args.fractions,
-            args.articles,
         )
     elif args.stage == "collect":
         machine = args.machine or f"{platform.machine()}, {os.cpu_count()} CPUs, no GPU"

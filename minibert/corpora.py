@@ -23,11 +23,12 @@ import random
 import re
 import unicodedata
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from minibert import assets
+from minibert.utils import atomic_write
 
 __all__ = [
     "QUESTIONS",
@@ -36,6 +37,7 @@ __all__ = [
     "Review",
     "heldout_article",
     "questions",
+    "read_articles",
     "read_text_files",
     "read_wikipedia_dump",
     "review_documents",
@@ -43,6 +45,7 @@ __all__ = [
     "split_sentences",
     "split_of",
     "wikipedia_articles",
+    "write_articles",
 ]
 
 
@@ -261,6 +264,14 @@ def parsed_once(
     return items
 
 
+def _article_row(article: Article) -> list:
+    return [article.title, article.paragraphs, article.paragraph_sentences]
+
+
+def _row_article(row: list) -> Article:
+    return Article(row[0], tuple(row[1]), tuple(tuple(s) for s in row[2]))
+
+
 @functools.lru_cache(maxsize=1)
 def _wikipedia_cached(file: str, mtime_ns: int) -> tuple[Article, ...]:
     return tuple(
@@ -268,8 +279,8 @@ def _wikipedia_cached(file: str, mtime_ns: int) -> tuple[Article, ...]:
             Path(file),
             "articles",
             lambda: list(read_wikipedia_dump(file)),
-            lambda a: [a.title, a.paragraphs, a.paragraph_sentences],
-            lambda r: Article(r[0], tuple(r[1]), tuple(tuple(s) for s in r[2])),
+            _article_row,
+            _row_article,
             libraries=("gensim",),
         )
     )
@@ -285,6 +296,30 @@ def wikipedia_articles(split: str = "all") -> list[Article]:
         return list(articles)
     want_heldout = split == "heldout"
     return [a for a in articles if heldout_article(a.title) == want_heldout]
+
+
+def write_articles(articles: Iterable[Article], file: str | Path) -> Path:
+    """Articles as one JSON file, in their order, each as it was split (title, paragraphs, their
+    sentences): the course's extract, written where gensim is, for ``pretrain --corpus FILE.json``
+    on a machine without it (``read_articles`` reads it back)."""
+    rows = [_article_row(a) for a in articles]
+    return atomic_write(file, json.dumps(rows, ensure_ascii=False))
+
+
+def read_articles(file: str | Path) -> list[Article]:
+    """The articles ``write_articles`` wrote, in the same order and split as they were."""
+    try:
+        rows = json.loads(Path(file).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        rows = None  # not JSON text: refused below, as a JSON value of another shape is
+    if not isinstance(rows, list) or not all(
+        isinstance(r, list) and len(r) == 3 and isinstance(r[0], str) for r in rows
+    ):
+        raise ValueError(
+            f"{file} is not a file of articles as corpora.write_articles writes them (a JSON "
+            "list of [title, paragraphs, their sentences]); write one with write_articles"
+        )
+    return [_row_article(row) for row in rows]
 
 
 def read_text_files(folder: str | Path, pattern: str = "*.txt") -> list[Article]:

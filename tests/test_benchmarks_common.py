@@ -51,6 +51,64 @@ def test_no_script_declares_a_global_or_chains_on_a_task_name(path):
     assert "if task ==" not in source, path.name
 
 
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.name)
+def test_no_script_patches_the_package(path):
+    """A script reaches minibert through its functions and its CLI, never by running it from a
+    code string (runpy) or by setting a name in one of its modules."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    assert "runpy" not in _imported(path), path.name
+    package = {
+        (alias.asname or alias.name).split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom | ast.Import)
+        for alias in node.names
+        if (getattr(node, "module", None) or alias.name).startswith("minibert")
+    }
+    set_in = [
+        f"{target.value.id}.{target.attr}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id in package
+    ]
+    assert not set_in, f"{path.name} sets {set_in}"
+
+
+def test_the_scale_curve_pretrains_through_the_cli_on_a_written_articles_file(
+    tmp_path, monkeypatch
+):
+    """pretraining_scale.py's runs are `python -m minibert pretrain ... --corpus FILE
+    --text-fraction F` (FILE from `export`, where gensim is missing): built here, not run."""
+    import subprocess
+
+    import pretraining_scale as scale
+
+    started = []
+
+    class Run:  # stands for the pretraining process: records its command, ends at once
+        returncode = 1
+
+        def __init__(self, command, **kwargs):
+            started.append(command)
+
+        def poll(self):
+            return self.returncode
+
+    monkeypatch.setattr(subprocess, "Popen", Run)
+    monkeypatch.setattr(scale.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(scale.signal, "signal", lambda *args: None)
+    file = tmp_path / "articles.json"
+    scale.pretrain_all(str(file), tmp_path / "runs", 1, None, 1, fractions=(0.125,))
+    (command,) = started
+    assert command[:4] == [sys.executable, "-m", "minibert", "pretrain"]
+    assert command[4:-8] == scale.RECIPE
+    out = tmp_path / "runs" / "text-0.125"
+    expected = ["--corpus", str(file), "--text-fraction", "0.125", "--out", str(out)]
+    assert command[-8:] == [*expected, "--threads", "1"]
+
+
 def test_the_course_recipe_is_read_from_the_checkpoints_recipe_file():
     recipe = json.loads(
         (BENCHMARKS.parent / "data" / "course_checkpoint" / "recipe.json").read_text()

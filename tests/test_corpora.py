@@ -120,6 +120,25 @@ def test_read_text_files(tmp_path):
         corpora.read_text_files(tmp_path / "nope")
 
 
+def test_written_articles_read_back_as_they_were_split_and_in_their_order(tmp_path):
+    """write_articles keeps each article's own sentences (not split again on reading) and the
+    order given, so a machine without gensim reads the course extract exactly."""
+    made = corpora.make_article("Zeta", ["One sentence. Another one.", "A second paragraph."])
+    kept = corpora.Article("Alpha", ("Dr. Who came. He left.",), (("Dr. Who came. He left.",),))
+    file = corpora.write_articles([made, kept], tmp_path / "articles.json")
+    back = corpora.read_articles(file)
+    assert [a.title for a in back] == ["Zeta", "Alpha"]
+    assert [a.paragraph_sentences for a in back] == [
+        made.paragraph_sentences,
+        kept.paragraph_sentences,
+    ]
+    assert back[1].sentences == ["Dr. Who came. He left."]  # as written, not split again
+    for other in ('{"title": "not a list of articles"}', "[1, 2]", "not JSON"):
+        (tmp_path / "other.json").write_text(other, encoding="utf-8")
+        with pytest.raises(ValueError, match="not a file of articles as corpora.write_articles"):
+            corpora.read_articles(tmp_path / "other.json")
+
+
 def test_read_any_mediawiki_dump(tmp_path):
     xml = """<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/">
   <page><title>Tiny</title><ns>0</ns><id>1</id><revision><text>'''Tiny''' is a [[test|small]] page.

@@ -256,6 +256,27 @@ def test_text_fraction_pretrains_on_that_share_and_is_checked(tmp_path):
     assert recipe["text_fraction"] == 0.125
 
 
+def test_a_written_articles_file_is_the_course_extract_for_pretrain(tmp_path):
+    """pretrain --corpus FILE.json (corpora.write_articles' file, for a machine without gensim)
+    splits and shares the text as --corpus wikipedia does: benchmarks/pretraining_scale.py's
+    runs on a GPU machine read the course extract so."""
+    from minibert.recipes.pretrain_recipe import share_of_documents
+
+    def rows(docs: list) -> list:
+        return [(a.title, a.paragraph_sentences) for a in docs]
+
+    file = corpora.write_articles(corpora.wikipedia_articles("all"), tmp_path / "articles.json")
+    train, heldout = recipes.load_corpus("wikipedia")
+    from_file = recipes.load_corpus(file)
+    assert rows(from_file[0]) == rows(train) and rows(from_file[1]) == rows(heldout)
+    assert rows(share_of_documents(from_file[0], 0.125)) == rows(share_of_documents(train, 0.125))
+    result = recipes.pretrain(tmp_path / "m", steps=2, preset="tiny", vocab_size=300,
+                              max_len=32, batch_size=4, dupe_factor=1, eval_every=2,
+                              eval_batches=1, corpus=file, text_fraction=0.125)  # fmt: skip
+    recipe = json.loads((result.folder / "recipe.json").read_text())
+    assert recipe["corpus"] == str(file) and recipe["text_fraction"] == 0.125
+
+
 # --- #52: defaults that learn at every size, and a line when a run learned nothing -----------
 
 

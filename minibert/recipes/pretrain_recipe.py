@@ -104,7 +104,8 @@ class PretrainOptions:
         "wikipedia",
         help="'wikipedia' (the course extract), 'reviews' (the review text of the Rotten "
         "Tomatoes training movies, one document per movie, no labels; needs --objective none), "
-        "a MediaWiki dump (.xml/.xml.bz2) or a folder of .txt files",
+        "a MediaWiki dump (.xml/.xml.bz2), a folder of .txt files or a .json file of articles "
+        "(corpora.write_articles: the course extract, read where gensim is missing)",
         check=SOURCE,
     )
     text_fraction: float = option(

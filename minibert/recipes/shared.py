@@ -31,7 +31,9 @@ SOURCE = Check("a name or a path", lambda v: isinstance(v, str | Path) and str(v
 
 
 def load_corpus(name: str | Path = "wikipedia") -> tuple[list, list]:
-    """(training, held-out) documents: 'wikipedia', 'reviews', a MediaWiki dump or a .txt folder.
+    """(training, held-out) documents: 'wikipedia', 'reviews', a MediaWiki dump, a .txt folder or
+    a .json file of articles (``corpora.write_articles``: the course extract, for a machine
+    without gensim; read as it was written, in its order, so it splits as 'wikipedia' does).
 
     'reviews' is the review text of the Rotten Tomatoes training movies, one document per movie,
     without labels (``corpora.review_documents``); no dev or test movie is in either part.
@@ -48,6 +50,8 @@ def load_corpus(name: str | Path = "wikipedia") -> tuple[list, list]:
     source = Path(name)
     if source.is_dir():
         articles = corpora.read_text_files(source)
+    elif source.is_file() and source.suffix == ".json":
+        articles = corpora.read_articles(source)
     elif source.is_file():
         articles = list(corpora.read_wikipedia_dump(source))
     else:
