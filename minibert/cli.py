@@ -152,7 +152,8 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         required=True,
         metavar="LR",
-        help="the learning rates to try, at least two (e.g. 1e-4 3e-4 1e-3 3e-3)",
+        help="the learning rates to try, at least two (e.g. 1e-4 3e-4 1e-3 3e-3): the sweep "
+        "chooses the rate among them on dev, so it takes no --lr",
     )
     command.add_argument(
         "--widen",
@@ -160,7 +161,9 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
         default=2,
         help="rates added beyond the grid's edge when the best is there (default: 2)",
     )
-    add_arguments(command, FinetuneOptions)  # --lr too, refused by the sweep: the rates are --lrs
+    # --lr is parsed but not listed: the sweep refuses it with the recipe's message (the rates
+    # are --lrs), where argparse would read an unknown --lr as an abbreviation of --lrs
+    add_arguments(command, FinetuneOptions, unlisted=("lr",))
     # a rate such as -1e-3 is a value to refuse with the grid's own message, not an unknown flag
     # (argparse takes only -1 and -0.5 for negative numbers)
     command._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")

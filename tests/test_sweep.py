@@ -101,6 +101,18 @@ def test_the_sweep_command_refuses_lr_and_a_one_rate_grid():
     assert done.returncode == 2 and "at least two different positive rates" in done.stderr
 
 
+def test_the_sweeps_help_offers_no_lr_and_says_the_sweep_chooses_it():
+    """--lr is finetune's; the sweep's --help listed it with finetune's text (#55)."""
+    from minibert.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    sweep_help, finetune_help = (commands[c].format_help() for c in ("sweep", "finetune"))
+    assert "--lr LR" in finetune_help and "peak learning rate" in finetune_help
+    assert "--lr LR" not in sweep_help and "peak learning rate" not in sweep_help
+    words = " ".join(sweep_help.split())
+    assert "--lrs LR [LR ...]" in words and "the sweep chooses the rate among them" in words
+
+
 # --- #52: a sweep resumes, every rate is checked first, and sweep.json is replaced only if ours ---
 
 SMALL = dict(model="course", train_examples=64, steps=4, evaluations=2, progress=False, widen=0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from minibert.options import build, declared
@@ -35,9 +35,12 @@ def argparse_type(kind: type, check: Callable | None) -> Callable[[str], Any]:
     return parse
 
 
-def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
+def add_arguments(
+    parser: argparse.ArgumentParser, cls: type, unlisted: Collection[str] = ()
+) -> None:
     """A flag for every option of cls, nested ones included (``--max-len`` for max_len), its help
-    saying its default there."""
+    saying its default there. The options in unlisted are parsed but left out of --help: a
+    command that sets one itself refuses it with its own message."""
     for d in declared(cls):
         if not d.cli:
             continue
@@ -46,6 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
         help_text = d.help.replace("%", "%%")
         if "default" not in help_text and default not in (None, False, dataclasses.MISSING):
             help_text += f" (default: {default})"  # the default, said once
+        if d.name in unlisted:
+            help_text = argparse.SUPPRESS
         if kind is bool:
             parser.add_argument(flag, action="store_true", default=default, help=help_text)
             continue
