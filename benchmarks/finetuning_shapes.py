@@ -95,10 +95,9 @@ SIZES = {
     "wiki-qa": (64, 256, None),
     "review-capitalisation": (64, 256, 1024, None),
     "rotten-tomatoes": (64, 256, 1024, None),
+    "capitalisation": (64, 256, 1024, None),  # lesson 8's first example: Wikipedia's own words
 }
-RULES_TOO = {"review-capitalisation": "capitalisation"}  # its Wikipedia twin (finetuning.py's
-# runs, lesson 8's grid) gets its baselines at the same sizes here, at the words those runs score:
-AS_FINETUNING_PY = {"capitalisation": 64}  # the course's pieces, a sentence cut at 64 of them
+COURSE_PIECES = {"capitalisation": 64}  # its rules at the course's pieces, a sentence cut at 64
 ORDER = ("64", "256", "1024", "all")
 
 
@@ -128,7 +127,7 @@ def baselines_by_size(task_name: str, sizes: tuple, seeds: int = 3) -> dict:
     """Each baseline built from the labelled items a model saw at each size (seed k draws the
     subset of seed k's run), scored on the test items: {size: {baseline: [a score per seed]}}."""
     task = tasks.get(task_name)
-    course = task_name in AS_FINETUNING_PY  # scored at the words of finetuning.py's runs
+    course = task_name in COURSE_PIECES  # scored at the words its runs (course, scratch) score
     tok = BertTokenizer.from_pretrained(
         assets.course_checkpoint() if course else assets.path("minilm")
     )
@@ -136,7 +135,7 @@ def baselines_by_size(task_name: str, sizes: tuple, seeds: int = 3) -> dict:
     out: dict[str, dict[str, list[float]]] = {}
     for size in (s for s in sizes if s is not None):
         for seed in range(seeds):
-            data = task.datasets(tok, AS_FINETUNING_PY.get(task_name, task.max_length), size, seed)
+            data = task.datasets(tok, COURSE_PIECES.get(task_name, task.max_length), size, seed)
             for name, scores in task.baseline_scores(data, tok).items():
                 out.setdefault(str(size), {}).setdefault(name, []).append(scores[measure])
     return out
@@ -244,7 +243,7 @@ def main() -> None:
         for task in args.tasks:
             table.setdefault(task, {})["baselines"] = baselines(task)
         rules = done.setdefault("baselines_by_size", {})
-        for task in [*args.tasks, *(RULES_TOO[t] for t in args.tasks if t in RULES_TOO)]:
+        for task in args.tasks:
             rules[task] = baselines_by_size(task, SIZES.get(task, (64, 256, 1024)))
     threads = max(1, (os.cpu_count() or 2) // args.jobs)
     pool = (

@@ -3,9 +3,9 @@
     python benchmarks/pretraining_candidates.py --candidate self=runs/self --models course course-reviews self
 
 The candidates for the course's small model, each made by `minibert pretrain` (1 thread, 2-core
-CPU, about 20 minutes each), fine-tuned and compared by benchmarks/finetuning.py (each at the
-learning rate its seed-0 sweep chose on dev, then 3 seeds; `--candidate self=runs/self` adds the
-uncommitted one there too):
+CPU, about 20 minutes each), fine-tuned and compared by benchmarks/finetuning_shapes.py (seed 0
+chooses each row's learning rate on dev, seeds 1 and 2 are reported; `--models self` there runs
+the uncommitted one from runs/self):
 
 - scratch: random weights of the course checkpoint's size and vocabulary;
 - course: the course checkpoint (Wikipedia, MLM + NSP);

@@ -146,7 +146,7 @@ def test_baselines_by_size_are_built_from_each_seeds_subset(monkeypatch):
     assert got == {"64": {"rule": [64, 65]}}  # the task's headline measure, accuracy
     asked.clear()
     finetuning_shapes.baselines_by_size("capitalisation", (256,), seeds=1)
-    assert asked == [(64, 256, 0)]  # as benchmarks/finetuning.py ran it
+    assert asked == [(64, 256, 0)]  # a sentence cut at 64 pieces, as its runs are
 
 
 def _fake_sweep(monkeypatch, lr=1e-3):

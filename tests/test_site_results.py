@@ -66,22 +66,25 @@ def _copy_results(tmp_path: Path) -> Path:
 def test_a_changed_number_in_a_results_file_changes_the_page(tmp_path):
     folder = _copy_results(tmp_path)
     before = results.page(folder)
-    data = json.loads((folder / "paired_intervals.json").read_text())
-    assert "| minilm | +11.2 [+8.8, +13.5] | p < 0.001 |" in before
-    data["rows"]["minilm"].update(difference=0.0421, low=0.0123, high=0.0789, p=0.02)
-    (folder / "paired_intervals.json").write_text(json.dumps(data))
+    data = json.loads((folder / "wiki_swag.json").read_text())
+    row = "| minilm minus course NSP head | +18.4 [+11.9, +24.9] | p < 0.001 |"
+    assert row in before
+    data["comparisons"]["minilm vs the better named baseline"].update(
+        difference=0.0421, low=0.0123, high=0.0789, p=0.02
+    )
+    (folder / "wiki_swag.json").write_text(json.dumps(data))
     data = json.loads((folder / "distributed_throughput.json").read_text())
     data["runs"][2]["sequences_per_second"] = 97.5
     (folder / "distributed_throughput.json").write_text(json.dumps(data))
     after = results.page(folder)
-    assert "| minilm | +11.2 [+8.8, +13.5] | p < 0.001 |" not in after
-    assert "| minilm | +4.2 [+1.2, +7.9] | p = 0.02 |" in after
+    assert row not in after
+    assert "| minilm minus course NSP head | +4.2 [+1.2, +7.9] | p = 0.02 |" in after
     assert "| 2 | 1 | 22.8 | 97.5 | 7.70471 |" in after and "| 56.1 |" not in after
     site = tmp_path / "sources"  # what the site build writes: the page and its figures
     results.write(site, folder)
     assert (site / "results.md").read_text(encoding="utf-8") == after
-    assert (site / "results" / "finetuning.png").read_bytes() == (
-        RESULTS / "finetuning.png"
+    assert (site / "results" / "finetuning_shapes.png").read_bytes() == (
+        RESULTS / "finetuning_shapes.png"
     ).read_bytes()
 
 

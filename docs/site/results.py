@@ -204,45 +204,6 @@ def _mean_sd(values: list[float], digits: int = 3) -> str:
     return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
-def finetuning(data: dict) -> Section:
-    baselines = table(
-        ["baseline", "test accuracy"],
-        [[name, pct(score)] for name, score in data["baselines"].items()],
-    )
-    curve = data["labelled_examples_curve"]
-    sizes = sizes_of(next(iter(curve.values())))
-    rows = [[model] + [_mean_sd([100 * r["test_accuracy"] for r in at[s]["runs"]], 1)
-                       if s in at else "-" for s in sizes] for model, at in curve.items()]  # fmt: skip
-    examples = {r["examples"] for at in curve.values() for r in at[sizes[-1]]["runs"]}
-    sizes[-1] = f"all ({max(examples):,})"
-    cap = data["capitalisation"]
-    rules = [[name, pct(rule["accuracy"]), num(rule["f1"])] for name, rule in cap["rules"].items()]
-    cap_sizes = sizes_of(cap["course"])
-    cap_rows = [[model] + [_mean_sd([r["test_f1"] for r in cap[model][s]["runs"]]) for s in cap_sizes]
-                for model in ("course", "scratch")]  # fmt: skip
-    gain = cap["course_minus_scratch"]
-    cap_rows.append(
-        ["course minus scratch (95% interval)"]
-        + [signed_interval(gain[s], "f1") for s in cap_sizes]
-    )
-    return Section(
-        "What pretraining buys: reviews and capitalisation",
-        f"{data['what']}: baselines, then each model fine-tuned at several numbers of labelled "
-        "examples, mean ± sample standard deviation over 3 seeds, the small models at the learning "
-        f"rate their seed-0 sweep ({', '.join(map(str, data['learning_rates']['sweep (small models, chosen on dev)']))}) "
-        f"chose on dev, MiniLM at {data['learning_rates']['minilm']}. Then the token task in the "
-        "course checkpoint's own domain: restoring the capitals of lower-cased held-out Wikipedia "
-        "text, F1 of the capitalised words, with the paired difference course minus scratch on the "
-        "same test sentences (95% bootstrap interval over the sentences, seeds averaged).",
-        "python benchmarks/finetuning.py  (--only baselines; --only capitalisation)",
-        "**Baselines**\n\n" + baselines + "\n\n**Fine-tuned, test accuracy (%) by labelled "
-        "examples**\n\n" + table(["model"] + sizes, rows) + "\n\n**Restoring capitalisation: "
-        "rules**\n\n" + table(["rule", "accuracy", "F1"], rules) + "\n\n**Restoring "
-        "capitalisation: fine-tuned, F1 by labelled sentences**\n\n"
-        + table(["model"] + cap_sizes, cap_rows),
-    )
-
-
 def _restart_note(data: dict) -> str:
     """How many reported runs were restarted, which cells still hold a trivial run, and the tasks
     whose runs predate their data."""
@@ -305,7 +266,8 @@ def finetuning_shapes(data: dict) -> Section:
         "mean of the last hidden states instead of the pooled [CLS]; `-cls` rows: fine-tuned on "
         "the last hidden state of [CLS] without the pooler. Scores: span F1 (wiki-mentions), "
         "accuracy (wiki-qnli, rotten-tomatoes), F1 of capitalised words (review-capitalisation), "
-        "SQuAD F1 (wiki-qa).",
+        "SQuAD F1 (wiki-qa), F1 of capitalised words in Wikipedia's held-out articles "
+        "(capitalisation: lesson 8's first example).",
         "python benchmarks/finetuning_shapes.py  (--report prints the table and both intervals "
         "from the stored runs)",
         "\n\n".join(parts),
@@ -411,20 +373,6 @@ def nsp_continuation_weighted(data: dict) -> Section:
         "--short-seq-prob 0.5 --result benchmarks/results/nsp_continuation_weighted.json",
         table(NSP_COLUMNS, [_nsp_run("NSP weighted", data)]) + "\n\n" + _nsp_rules(data),
         machine=f"x86_64, {data['args']['threads']} thread",
-    )
-
-
-def paired_intervals(data: dict) -> Section:
-    rows = [[model, signed_interval(r, scale=100, digits=1), p_value(r["p"])]
-            for model, r in data["rows"].items()]  # fmt: skip
-    return Section(
-        "What pretraining buys on reviews, paired",
-        f"{data['what']}. The difference in accuracy points with its 95% bootstrap interval over "
-        "the test snippets and a sign-flip p-value; the interval holds the test snippets' "
-        "variation only, not another seed's.",
-        "python benchmarks/paired_intervals.py  (from the predictions stored in finetuning.json)",
-        table(["model minus scratch", "points [95% interval]", "p"], rows),
-        machine="computed from stored predictions (any machine)",
     )
 
 
@@ -816,8 +764,6 @@ SECTIONS: dict[str, Callable[[dict], Section]] = {
     "nsp_continuation_6000.json": nsp_continuation_6000,
     "nsp_continuation_weighted.json": nsp_continuation_weighted,
     "pretraining_candidates.json": pretraining_candidates,
-    "finetuning.json": finetuning,
-    "paired_intervals.json": paired_intervals,
     "finetuning_shapes.json": finetuning_shapes,
     "finetune_defaults.json": finetune_defaults,
     "distributed_throughput.json": distributed_throughput,

@@ -102,10 +102,11 @@ BASELINES = (
 )
 
 
-def _capitalisation_task(name: str, load: Loader, description: str) -> Task:
+def _capitalisation_task(name: str, load: Loader, description: str, max_length: int = 128) -> Task:
     """A task of restoring capitalisation, with its four rules as baselines."""
     return Task(
         name=name,
+        max_length=max_length,
         labels=("lower", "capitalised"),
         shape="words",
         unit="word",
@@ -122,6 +123,7 @@ CAPITALISATION = register(
         "capitalisation",
         _capitalisation,
         "which words of lower-cased Wikipedia text were capitalised (a token task)",
+        max_length=64,  # a sentence cut at 64 pieces, as lessons 8 and 10 run it
     )
 )
 REVIEW_CAPITALISATION = register(
