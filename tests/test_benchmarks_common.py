@@ -151,6 +151,30 @@ class _FakeTask:
     shape = "text"
     score = staticmethod(label_scores)
     selection = Selection("balanced_accuracy", lambda r: r, trivial=0.5)
+    data_version = 1
+
+
+def test_a_cached_run_of_the_tasks_older_items_is_made_again(tmp_path, monkeypatch):
+    """A task rebuilt since a run (its data_version raised) does not reuse the run from the cache,
+    sweep runs included (they keep no predictions to tell them by); a run made now records the
+    version it was measured on, and a run of the current version is reused."""
+    task = _FakeTask()
+    monkeypatch.setattr(grid.tasks, "get", lambda name: task)
+    made = []
+
+    def fine_tune(job, lr, seed):
+        made.append((lr, seed))
+        return {"dev_selection": 0.8, "dev_loss": 0.5, "test": {"accuracy": 0.7}}
+
+    job = grid.Job("fake-task", grid.Model("fake", "course", rates=(1e-3,)), 64, tmp_path, tmp_path)
+    cache = grid.RunCache(tmp_path)
+    cache.write(job.key(1e-3, 0), {"dev_selection": 0.9, "dev_loss": 0.1, "test": {}})  # no version
+    task.data_version = 2
+    run = grid._Runs(job, fine_tune).get(1e-3, 0)
+    assert made == [(1e-3, 0)] and run["data_version"] == 2
+    assert cache.read(job.key(1e-3, 0))["data_version"] == 2
+    assert grid._Runs(job, fine_tune).get(1e-3, 0)["dev_selection"] == 0.8
+    assert made == [(1e-3, 0)]  # the current version's run is read, not made again
 
 
 def test_the_grid_reports_seeds_that_did_not_choose_the_rate_and_restarts_a_collapsed_one(

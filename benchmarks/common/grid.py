@@ -180,6 +180,11 @@ def fine_tune(job: Job, lr: float, seed: int) -> dict:
     }
 
 
+def _data_version(task: str) -> int:
+    """The version of the task's items that a run made now is measured on."""
+    return tasks.get(task).data_version
+
+
 @dataclass
 class _Runs:
     """A cell's runs, read from the cache or made (and written there) as they are asked for."""
@@ -195,6 +200,8 @@ class _Runs:
         key = self.job.key(lr, seed)
         cache = RunCache(self.job.cache)
         found = cache.read(key)
+        if found is not None and found.get("data_version", 1) != _data_version(self.job.task):
+            found = None  # made on the task's older items (a sweep run keeps no predictions)
         if found is not None and (not predictions or "test_predictions" in found):
             self.made[key] = found
             return found
@@ -205,6 +212,7 @@ class _Runs:
         started = time.perf_counter()
         made = self.run(self.job, lr, seed)
         made["wall_seconds"] = round(time.perf_counter() - started, 1)
+        made["data_version"] = _data_version(self.job.task)
         cache.write(key, made)
         self.made[key] = made
         measure = Measure.of(self.job.task).headline

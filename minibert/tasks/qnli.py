@@ -114,5 +114,6 @@ WIKI_QNLI = register(
         "made as GLUE made QNLI: every sentence, low-overlap pairs removed)",
         baselines=(Baseline("word overlap", _word_overlap),),
         pairs=True,
+        data_version=2,  # 2: every sentence of the paragraph, low-overlap pairs removed
     )
 )

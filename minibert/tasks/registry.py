@@ -108,6 +108,7 @@ class Task:
     large_model_lr: float | None = None  # finetune's default for MiniLM-sized models, if measured
     # the test line of a task whose score is its own (CoNLL's spans), else the shape's
     result_line: Callable[[dict[str, Any]], str] | None = None
+    data_version: int = 1  # raised when the task's items change: older measured runs are stale
 
     def __post_init__(self) -> None:
         if self.shape not in SHAPES:
