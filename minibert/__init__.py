@@ -73,6 +73,7 @@ _SUBMODULES = (
     "pretraining",
     "recipes",
     "retrieval",
+    "retrieval_distill",
     "retrieval_encoders",
     "retrieval_index",
     "retrieval_training",

@@ -9,6 +9,7 @@ minibert pretrain --preset tiny --steps 300 --out runs/tiny
 minibert fill-mask runs/tiny "the [MASK] of france is paris ."
 minibert finetune --model minilm --task rotten-tomatoes --out runs/rt
 minibert sweep --lrs 1e-4 3e-4 1e-3 3e-3 --train-examples 256 --out runs/rt-lr   # lr chosen on dev
+minibert distill --teacher minilm --student course --out runs/distilled   # regress MiniLM's vectors
 minibert classify runs/rt "a gem of a film" "a tedious mess"
 minibert tag runs/caps "the eiffel tower is in paris ."
 minibert answer runs/qa --question "who built the tower?" --context paragraph.txt
@@ -31,13 +32,15 @@ import sys
 
 
 def _recipe(command: str, args: argparse.Namespace) -> int:
-    """Run pretrain or finetune with the command's options; errors become one line and a code."""
+    """Run pretrain, finetune or distill with the command's options; errors become one line and
+    a code."""
     from minibert import recipes
     from minibert.commands.flags import from_namespace
 
     recipe, options = {
         "pretrain": (recipes.pretrain, recipes.PretrainOptions),
         "finetune": (recipes.finetune, recipes.FinetuneOptions),
+        "distill": (recipes.distill, recipes.DistillOptions),
     }[command]
     return _reported(command, lambda: recipe(args.out, from_namespace(options, args)))
 
@@ -80,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     from minibert import assets
     from minibert.commands import ask, asset_cache, assignment, course, models, search
     from minibert.commands.flags import add_arguments
-    from minibert.recipes import FinetuneOptions, PretrainOptions
+    from minibert.recipes import DistillOptions, FinetuneOptions, PretrainOptions
 
     parser = argparse.ArgumentParser(prog="minibert", description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"minibert {minibert.__version__}")
@@ -128,6 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
             FinetuneOptions,
             "fine-tune a pretrained BERT (or a random one of its size) on a labelled task",
             "folder for the fine-tuned model, tokenizer and results.json",
+        ),
+        (
+            "distill",
+            DistillOptions,
+            "train a sentence encoder (the student) to regress a teacher's mean-pooled vectors "
+            "of the training articles' sentences and paragraphs (Reimers & Gurevych, 2020)",
+            "folder for the student (a BERT that minibert search reads), tokenizer and history",
         ),
     ):
         command = sub.add_parser(name, help=help_text, description=help_text, epilog=SEVERAL)

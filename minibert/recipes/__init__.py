@@ -20,6 +20,7 @@ failed or interrupted run never changes the model already there.
 
 from __future__ import annotations
 
+from minibert.recipes.distill_recipe import DistillOptions, DistillResult, distill
 from minibert.recipes.finetune_recipe import (
     LARGE_MODEL_LR,
     MAX_EVALUATIONS,
@@ -45,6 +46,8 @@ __all__ = [
     "RUN_FOLDER",
     "SMALL_MODEL_LR",
     "VOCAB_SIZE",
+    "DistillOptions",
+    "DistillResult",
     "FinetuneOptions",
     "FinetuneResult",
     "PretrainOptions",
@@ -53,6 +56,7 @@ __all__ = [
     "Trial",
     "choose_lr",
     "default_lr",
+    "distill",
     "finetune",
     "load_corpus",
     "model_folder",
