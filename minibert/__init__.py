@@ -76,6 +76,7 @@ _SUBMODULES = (
     "retrieval_distill",
     "retrieval_encoders",
     "retrieval_index",
+    "retrieval_selfsup",
     "retrieval_training",
     "run_state",
     "squad",

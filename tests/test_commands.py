@@ -64,6 +64,8 @@ TEST_SCORES = {  # what `minibert finetune` reports of test, by the task's own n
     "review-capitalisation": "'capitalised': precision",
     "wiki-swag": "accuracy",  # the share of items whose right choice is picked
     "wiki-search": "MRR@10",  # and recall@1/5/20, over every paragraph
+    "wiki-ict": "MRR@10",  # wiki-search's measures
+    "wiki-simcse": "MRR@10",
 }
 
 

@@ -27,7 +27,16 @@ has none: ``wiki_search.py``'s model is ``retrieval_training.BiEncoder``).
 
 from __future__ import annotations
 
-from minibert.tasks import capitalisation, mentions, qa, qnli, reviews, swag, wiki_search  # noqa: E402, F401  (each registers its tasks)
+from minibert.tasks import (  # noqa: E402, F401  (each registers its tasks)
+    capitalisation,
+    mentions,
+    qa,
+    qnli,
+    reviews,
+    swag,
+    wiki_search,
+    wiki_selfsup,
+)
 from minibert.tasks.registry import (
     SHAPES,
     TASKS,
