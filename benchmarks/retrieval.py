@@ -3,17 +3,21 @@ BM25, wall times, the hybrid chosen on dev, anisotropy per layer and a query's l
 
     nice python benchmarks/retrieval.py            # about an hour on 2 busy cores
     python benchmarks/retrieval.py --timing-only   # MiniLM over the corpus again, when quiet
+    python benchmarks/retrieval.py --only ict      # one self-supervised row (ICT or SimCSE) added
 
 The haystack is every paragraph of the course's Wikipedia (7,396 of 106 articles); the queries are
-wiki-qa's test questions (the held-out articles), each with the one paragraph it was written
-about. Every retriever ranks the whole haystack; recall@1/5/20 and MRR@10 are the field's. Each
-row's difference from BM25 is paired over the test queries: 2,000 bootstrap resamples of them,
-both rows scored on each (random weights: 3 seeds, averaged within each resample), and a sign-flip
-p-value. The hybrid's weight is chosen on the dev questions (never on test) by a rule stated in
-the file; so is the learning rate of the contrastive row (the course checkpoint trained on the
-training questions' pairs with in-batch negatives), at a seed not among the three reported. Passage vectors are kept in --cache by encoder fingerprint, so a rerun re-encodes
-nothing; the timings are those of the run that encoded. Writes benchmarks/results/retrieval.json
-and retrieval.png.
+wiki-qa's test questions (the held-out articles), each with the one paragraph it was written about.
+Every retriever ranks the whole haystack; recall@1/5/20 and MRR@10 are the field's. Each row's
+difference from BM25 is paired over the test queries: 2,000 bootstrap resamples of them, both rows
+scored on each (random weights: 3 seeds, averaged within each resample), and a sign-flip p-value.
+The hybrid's weight is chosen on the dev questions (never on test) by a rule stated in the file; so
+is the learning rate of the contrastive row (the course checkpoint trained on the training
+questions' pairs with in-batch negatives), at a seed not among the three reported. The
+self-supervised rows (the course checkpoint trained on the training articles' text alone,
+retrieval_selfsup) are one seed at stated settings, not chosen on dev; --only adds one to the table
+in --out, compared as the others. Passage vectors are kept in --cache by encoder fingerprint, so a
+rerun re-encodes nothing; the timings are those of the run that encoded. Writes
+benchmarks/results/retrieval.json and retrieval.png.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import torch
 from minibert import paired_statistics, retrieval
 from minibert import retrieval_encoders as encoders
 from minibert import retrieval_index as index
+from minibert import retrieval_selfsup as selfsup
 from minibert import retrieval_training as training
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,6 +48,10 @@ WEIGHTS = [round(0.05 * i, 2) for i in range(21)]  # the hybrid's dense weight, 
 LRS = (3e-4, 1e-3, 3e-3)  # contrastive training's rates, one chosen on dev with LR_SEED
 LR_SEED = 100  # not among SEEDS: the seed that chooses the rate is not reported
 STEPS, BATCH, TEMPERATURE = 100, 32, 0.05  # about 5 epochs of the 592 training questions
+# self-supervised from the training articles alone (no question): one seed, about 10 minutes on
+# one thread; the rate is finetune's default for the course's small models, not chosen on dev
+SELFSUP = {"steps": 1200, "batch_size": 32, "lr": 1e-3, "seed": 0, "temperature": TEMPERATURE}
+SELFSUP_ROWS = {"ict": "course mean, ICT on the articles", "simcse": "course mean, SimCSE on the articles"}  # fmt: skip
 HYBRID_RULE = (
     "the dense weight w in 0, 0.05, ..., 1 with the highest dev MRR@10; a tie goes to the higher "
     "dev recall@5, then the smaller w (score = (1 - w) z(BM25) + w z(cosine), z standardising "
@@ -270,6 +279,62 @@ def contrastive_row(vectors: Vectors, queries: dict, passages: list) -> dict:
     }
 
 
+def selfsup_row(vectors: Vectors, queries: dict, objective: str) -> dict:
+    """The course checkpoint trained on the training articles' own text by ICT or SimCSE
+    (retrieval_selfsup; no question), mean pooling, SELFSUP's settings; one seed."""
+    encoder = encoders.load_encoder("course")
+    pairs = selfsup.pairs_of(objective, selfsup.training_paragraphs(), seed=SELFSUP["seed"])
+    start = time.perf_counter()
+    history = training.train_encoder(
+        encoder, pairs, pooling="mean", temperature=SELFSUP["temperature"],
+        steps=SELFSUP["steps"], lr=SELFSUP["lr"], batch_size=SELFSUP["batch_size"],
+        eval_every=SELFSUP["steps"], seed=SELFSUP["seed"], progress=False,
+    )  # fmt: skip
+    trained = time.perf_counter() - start
+    got = dense_row(vectors, encoder, "mean", queries)
+    got["seconds"]["training"] = trained
+    losses = [h["train_loss"] for h in history if "train_loss" in h]
+    return {
+        "kind": "dense, trained",
+        "pooling": "mean",
+        "seeds": [SELFSUP["seed"]],
+        "training": {
+            "objective": objective,
+            "pairs": len(pairs),
+            "articles": "the training articles (split_of == 'train'): no dev or test article",
+            **{k: v for k, v in SELFSUP.items() if k != "seed"},
+            "lr_rule": "finetune's default for the course's small models, not chosen on dev",
+            "loss_first_last": [losses[0], losses[-1]] if losses else None,
+        },
+        "ranks": ranks(dense_scores(got["test"], got["passages"]), queries["test"])[None],
+        "seconds": got["seconds"],
+    }
+
+
+def add_selfsup_row(result: dict, vectors: Vectors, queries: dict, objective: str) -> None:
+    """One self-supervised row added to a finished table (the others read back from it), compared
+    with BM25 and with the course checkpoint's best untrained pooling as compared() does."""
+    name = SELFSUP_ROWS[objective]
+    rows = {"BM25": result["rows"]["BM25"]}
+    untrained = [
+        n for n, r in result["rows"].items() if n.startswith("course") and "training" not in r
+    ]
+    best = max(untrained, key=lambda n: result["rows"][n]["test"]["mrr@10"])
+    rows[best] = result["rows"][best]
+    for row in rows.values():
+        row["ranks"] = torch.tensor(row["ranks"])
+    rows[name] = selfsup_row(vectors, queries, objective)
+    compared(rows, course_best=best)
+    hybrid_at = [n for n in result["rows"] if n.startswith("hybrid")]
+    kept = {n: r for n, r in result["rows"].items() if n not in hybrid_at and n != name}
+    result["rows"] = kept | {name: rows[name]} | {n: result["rows"][n] for n in hybrid_at}
+    result.setdefault("added_rows", {})[name] = {
+        "command": f"python benchmarks/retrieval.py --only {objective}",
+        "date": date.today().isoformat(),
+        "load_average": load(),
+    }
+
+
 def hybrid(lexical: tuple, dense: tuple, queries: dict, name: str) -> dict:
     """BM25 + a dense row's cosines, the weight chosen on dev by HYBRID_RULE; its test items."""
     grid = []
@@ -411,6 +476,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=None,
                         help="a quick check: the dev and test paragraphs and LIMIT others only")  # fmt: skip
     parser.add_argument("--figure-only", action="store_true", help="draw the figure from --out")
+    parser.add_argument("--only", choices=sorted(SELFSUP_ROWS),
+                        help="add (or redo) only this self-supervised row in --out's table")  # fmt: skip
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.figure_only:
@@ -436,6 +503,13 @@ def main(argv: list[str] | None = None) -> None:
         print(timing)
         return
     queries = {s: retrieval.wiki_queries(s, passages) for s in ("train", "dev", "test")}
+    if args.only:  # the rest of the table read back from --out
+        result = json.loads(args.out.read_text())
+        add_selfsup_row(result, vectors, queries, args.only)
+        write(result, args.out)
+        figure(result, args.out.with_suffix(".png"))
+        print_table(result)
+        return
     result: dict = {
         "benchmark": "wiki-search: retrievers on the course's Wikipedia, test queries",
         "command": "python benchmarks/retrieval.py"

@@ -685,6 +685,12 @@ def wiki_swag(data: dict) -> Section:
     )
 
 
+SELF_SUPERVISED_PAIRS = {  # what a self-supervised row's pairs are, by its objective
+    "ict": "inverse-cloze pairs (a sentence, its paragraph without it, as ORQA: kept 10% of the time)",
+    "simcse": "SimCSE pairs (a sentence twice, two dropout masks)",
+}
+
+
 def retrieval(data: dict) -> Section:
     measures = data["measures"]
     rows = []
@@ -717,13 +723,22 @@ def retrieval(data: dict) -> Section:
         if "training" not in r:
             continue
         t, vs = r["training"], r.get("vs_course_best", {})
-        trials = ", ".join(f"{x['lr']:g}: {x['mrr@10']:.3f}" for x in t["lr_trials"])
-        taught += (
-            f" {name}: the course checkpoint trained on the {t['pairs']} training questions' "
-            f"(question, paragraph) pairs with in-batch negatives ({t['steps']} steps of "
-            f"{t['batch_size']}, temperature {t['temperature']}), the rate {t['lr']:g} chosen as "
-            f"{t['lr_rule']} (dev MRR@10: {trials}), then 3 seeds"
-        )
+        if "objective" in t:  # self-supervised: the articles' text, no question
+            pairs = SELF_SUPERVISED_PAIRS.get(t["objective"], t["objective"])
+            taught += (
+                f" {name}: the course checkpoint trained on {t['pairs']:,} {pairs} from the "
+                f"training articles' text alone, no question, with in-batch negatives "
+                f"({t['steps']} steps of {t['batch_size']}, temperature {t['temperature']}, the "
+                f"rate {t['lr']:g}: {t['lr_rule']}), one seed"
+            )
+        else:
+            trials = ", ".join(f"{x['lr']:g}: {x['mrr@10']:.3f}" for x in t["lr_trials"])
+            taught += (
+                f" {name}: the course checkpoint trained on the {t['pairs']} training questions' "
+                f"(question, paragraph) pairs with in-batch negatives ({t['steps']} steps of "
+                f"{t['batch_size']}, temperature {t['temperature']}), the rate {t['lr']:g} chosen "
+                f"as {t['lr_rule']} (dev MRR@10: {trials}), then 3 seeds"
+            )
         if vs:
             taught += (
                 f"; against {vs['row']}, the checkpoint's strongest pooling: MRR@10 "
