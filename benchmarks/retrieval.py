@@ -4,6 +4,7 @@ BM25, wall times, the hybrid chosen on dev, anisotropy per layer and a query's l
     nice python benchmarks/retrieval.py            # about an hour on 2 busy cores
     python benchmarks/retrieval.py --timing-only   # MiniLM over the corpus again, when quiet
     python benchmarks/retrieval.py --only ict      # one self-supervised row (ICT or SimCSE) added
+    python benchmarks/retrieval.py --only distill  # the row distilled from MiniLM added
 
 The haystack is every paragraph of the course's Wikipedia (7,396 of 106 articles); the queries are
 wiki-qa's test questions (the held-out articles), each with the one paragraph it was written about.
@@ -15,7 +16,9 @@ is the learning rate of the contrastive row (the course checkpoint trained on th
 questions' pairs with in-batch negatives), at a seed not among the three reported. The
 self-supervised rows (the course checkpoint trained on the training articles' text alone,
 retrieval_selfsup) are one seed at stated settings, not chosen on dev; --only adds one to the table
-in --out, compared as the others. Passage vectors are kept in --cache by encoder fingerprint, so a
+in --out, compared as the others. So is the distilled row (recipes.distill: the course checkpoint
+regressing MiniLM's mean-pooled vectors of the training articles' sentences and paragraphs; the
+teacher's vectors and the student's folder kept in --cache). Passage vectors are kept in --cache by encoder fingerprint, so a
 rerun re-encodes nothing; the timings are those of the run that encoded. Writes
 benchmarks/results/retrieval.json and retrieval.png.
 """
@@ -23,6 +26,7 @@ benchmarks/results/retrieval.json and retrieval.png.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -34,7 +38,8 @@ from pathlib import Path
 
 import torch
 
-from minibert import paired_statistics, retrieval
+from minibert import paired_statistics, recipes, retrieval
+from minibert import retrieval_distill as distillation
 from minibert import retrieval_encoders as encoders
 from minibert import retrieval_index as index
 from minibert import retrieval_selfsup as selfsup
@@ -52,6 +57,11 @@ STEPS, BATCH, TEMPERATURE = 100, 32, 0.05  # about 5 epochs of the 592 training 
 # one thread; the rate is finetune's default for the course's small models, not chosen on dev
 SELFSUP = {"steps": 1200, "batch_size": 32, "lr": 1e-3, "seed": 0, "temperature": TEMPERATURE}
 SELFSUP_ROWS = {"ict": "course mean, ICT on the articles", "simcse": "course mean, SimCSE on the articles"}  # fmt: skip
+# distilled from MiniLM (recipes.distill, about 5 minutes on one thread); one seed, the rate
+# finetune's default for the course's small models, not chosen on dev
+DISTILL = {"steps": 2000, "batch_size": 64, "lr": 1e-3, "seed": 0, "units": "both"}
+DISTILL_ROW = "course mean, distilled from MiniLM"
+ADDED_ROWS = SELFSUP_ROWS | {"distill": DISTILL_ROW}  # what --only adds to a finished table
 HYBRID_RULE = (
     "the dense weight w in 0, 0.05, ..., 1 with the highest dev MRR@10; a tie goes to the higher "
     "dev recall@5, then the smaller w (score = (1 - w) z(BM25) + w z(cosine), z standardising "
@@ -311,10 +321,66 @@ def selfsup_row(vectors: Vectors, queries: dict, objective: str) -> dict:
     }
 
 
-def add_selfsup_row(result: dict, vectors: Vectors, queries: dict, objective: str) -> None:
-    """One self-supervised row added to a finished table (the others read back from it), compared
-    with BM25 and with the course checkpoint's best untrained pooling as compared() does."""
-    name = SELFSUP_ROWS[objective]
+def distilled_student(cache: Path) -> tuple[Path, dict]:
+    """The course checkpoint distilled from MiniLM by recipes.distill with DISTILL's settings (the
+    teacher's vectors cached in cache/teacher-vectors), its folder kept in cache by the settings
+    and the teacher's fingerprint: (the folder, its timing: teacher vectors and training seconds)."""
+    minilm = encoders.load_encoder("minilm")
+    texts = distillation.training_texts(DISTILL["units"])
+    key = hashlib.sha256(json.dumps([DISTILL, minilm.fingerprint()]).encode()).hexdigest()[:12]
+    out, timing_file = cache / f"distilled-{key}", cache / f"distilled-{key}.json"
+    if (out / "model.safetensors").is_file() and timing_file.is_file():
+        return out, json.loads(timing_file.read_text())
+    teacher_cache = cache / "teacher-vectors"
+    before, start = load(), time.perf_counter()
+    distillation.teacher_vectors(minilm, texts, teacher_cache)  # read back if cached
+    teacher_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    recipes.distill(out, teacher="minilm", student="course", cache=teacher_cache, overwrite=True,
+                    progress=False, **DISTILL)  # fmt: skip
+    timing = {
+        "texts": len(texts),
+        "teacher_vectors": teacher_seconds,
+        "training": time.perf_counter() - start,
+        "load_average": [before, load()],
+        "threads": torch.get_num_threads(),
+    }
+    timing_file.write_text(json.dumps(timing))
+    return out, timing
+
+
+def distill_row(vectors: Vectors, queries: dict, cache: Path) -> dict:
+    """The distilled course-size student (distilled_student), mean pooling, one seed, measured like
+    the others; its training settings and times."""
+    folder, timing = distilled_student(cache)
+    got = dense_row(vectors, encoders.load_encoder(folder), "mean", queries)
+    got["seconds"] |= {k: timing[k] for k in ("teacher_vectors", "training")}
+    history = json.loads((folder / "history.json").read_text())
+    return {
+        "kind": "dense, trained",
+        "pooling": "mean",
+        "seeds": [DISTILL["seed"]],
+        "training": {
+            "recipe": "minibert distill --teacher minilm --student course "
+            + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in DISTILL.items()),
+            "texts": timing["texts"],
+            "articles": "the training articles (split_of == 'train'): no dev or test article",
+            "loss": "mean squared error of the projected student vector (semi-orthogonal, 128 -> "
+            "384: cosines kept) against MiniLM's mean-pooled vector",
+            **{k: v for k, v in DISTILL.items() if k != "seed"},
+            "lr_rule": "finetune's default for the course's small models, not chosen on dev",
+            "loss_first_last": [history[0]["train_loss"], history[-1]["train_loss"]],
+        },
+        "ranks": ranks(dense_scores(got["test"], got["passages"]), queries["test"])[None],
+        "seconds": got["seconds"],
+    }
+
+
+def add_row(result: dict, vectors: Vectors, queries: dict, only: str, cache: Path) -> None:
+    """One self-supervised or the distilled row (ADDED_ROWS) added to a finished table (the others
+    read back from it), compared with BM25 and with the course checkpoint's best untrained pooling
+    as compared() does."""
+    name = ADDED_ROWS[only]
     rows = {"BM25": result["rows"]["BM25"]}
     untrained = [
         n for n, r in result["rows"].items() if n.startswith("course") and "training" not in r
@@ -323,13 +389,16 @@ def add_selfsup_row(result: dict, vectors: Vectors, queries: dict, objective: st
     rows[best] = result["rows"][best]
     for row in rows.values():
         row["ranks"] = torch.tensor(row["ranks"])
-    rows[name] = selfsup_row(vectors, queries, objective)
+    if only == "distill":
+        rows[name] = distill_row(vectors, queries, cache)
+    else:
+        rows[name] = selfsup_row(vectors, queries, only)
     compared(rows, course_best=best)
     hybrid_at = [n for n in result["rows"] if n.startswith("hybrid")]
     kept = {n: r for n, r in result["rows"].items() if n not in hybrid_at and n != name}
     result["rows"] = kept | {name: rows[name]} | {n: result["rows"][n] for n in hybrid_at}
     result.setdefault("added_rows", {})[name] = {
-        "command": f"python benchmarks/retrieval.py --only {objective}",
+        "command": f"python benchmarks/retrieval.py --only {only}",
         "date": date.today().isoformat(),
         "load_average": load(),
     }
@@ -476,8 +545,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=None,
                         help="a quick check: the dev and test paragraphs and LIMIT others only")  # fmt: skip
     parser.add_argument("--figure-only", action="store_true", help="draw the figure from --out")
-    parser.add_argument("--only", choices=sorted(SELFSUP_ROWS),
-                        help="add (or redo) only this self-supervised row in --out's table")  # fmt: skip
+    parser.add_argument("--only", choices=sorted(ADDED_ROWS),
+                        help="add (or redo) only this self-supervised or distilled row in --out's table")  # fmt: skip
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.figure_only:
@@ -505,7 +574,7 @@ def main(argv: list[str] | None = None) -> None:
     queries = {s: retrieval.wiki_queries(s, passages) for s in ("train", "dev", "test")}
     if args.only:  # the rest of the table read back from --out
         result = json.loads(args.out.read_text())
-        add_selfsup_row(result, vectors, queries, args.only)
+        add_row(result, vectors, queries, args.only, args.cache)
         write(result, args.out)
         figure(result, args.out.with_suffix(".png"))
         print_table(result)
@@ -531,6 +600,7 @@ def main(argv: list[str] | None = None) -> None:
     more, dense = dense_rows(vectors, queries)
     rows |= more
     rows["course mean, contrastive on train"] = contrastive_row(vectors, queries, passages)
+    rows[DISTILL_ROW] = distill_row(vectors, queries, args.cache)
     rows["hybrid: BM25 + MiniLM mean"] = hybrid(
         lexical["BM25"], dense["MiniLM mean"], queries, "MiniLM mean"
     )
