@@ -725,11 +725,13 @@ def retrieval(data: dict) -> Section:
         t, vs = r["training"], r.get("vs_course_best", {})
         if "objective" in t:  # self-supervised: the articles' text, no question
             pairs = SELF_SUPERVISED_PAIRS.get(t["objective"], t["objective"])
+            trials = ", ".join(f"{x['lr']:g}: {x['mrr@10']:.3f}" for x in t.get("lr_trials", []))
+            tried = f"; dev MRR@10 {trials}" if trials else ""
             taught += (
                 f" {name}: the course checkpoint trained on {t['pairs']:,} {pairs} from the "
                 f"training articles' text alone, no question, with in-batch negatives "
                 f"({t['steps']} steps of {t['batch_size']}, temperature {t['temperature']}, the "
-                f"rate {t['lr']:g}: {t['lr_rule']}), one seed"
+                f"rate {t['lr']:g}: {t['lr_rule']}{tried}), one seed"
             )
         else:
             trials = ", ".join(f"{x['lr']:g}: {x['mrr@10']:.3f}" for x in t["lr_trials"])
