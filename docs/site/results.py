@@ -733,6 +733,12 @@ def retrieval(data: dict) -> Section:
                 f"({t['steps']} steps of {t['batch_size']}, temperature {t['temperature']}, the "
                 f"rate {t['lr']:g}: {t['lr_rule']}{tried}), one seed"
             )
+        elif "texts" in t:  # distilled: the student regresses the teacher's vectors
+            taught += (
+                f" {name}: the course checkpoint as a student of MiniLM on {t['texts']:,} texts of "
+                f"the training articles ({t['loss']}; {t['steps']} steps of {t['batch_size']}, the "
+                f"rate {t['lr']:g}: {t['lr_rule']}), one seed"
+            )
         else:
             trials = ", ".join(f"{x['lr']:g}: {x['mrr@10']:.3f}" for x in t["lr_trials"])
             taught += (
