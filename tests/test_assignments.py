@@ -394,6 +394,53 @@ BUGS = {
             "articles",
         ),
     ],
+    "retrieval": [
+        (
+            "recall's first k + 1",
+            ("if r in ranked[:k]:", "if r in ranked[: k + 1]:"),
+            "recall@k",
+            "ranking[:k + 1]",
+        ),
+        (
+            "recall as a count",
+            ("    return found / len(relevant)", "    return found"),
+            "recall@k",
+            "not a count",
+        ),
+        (
+            "MRR without its cutoff",
+            ("if r in ranked[:10]:", "if r in ranked:"),
+            "MRR@10",
+            "after the 10th scores 0",
+        ),
+        (
+            "ranks counted from 0",
+            ("total += 1 / (ranked.index(r) + 1)", "total += 1 / ranked.index(r)"),
+            "MRR@10",
+            "ranks start at 1",
+        ),
+        (
+            "dot products, not cosines",
+            (
+                "    q = F.normalize(queries, dim=-1)\n    p = F.normalize(passages, dim=-1)\n",
+                "    q, p = queries, passages\n",
+            ),
+            "in-batch contrastive loss",
+            "normalise both sides",
+        ),
+        (
+            "the temperature multiplied",
+            ("logits = q @ p.T / temperature", "logits = q @ p.T * temperature"),
+            "in-batch contrastive loss",
+            "do not multiply",
+        ),
+        (
+            "passages as the rows",
+            ("logits = q @ p.T / temperature", "logits = p @ q.T / temperature"),
+            "in-batch contrastive loss",
+            "each query's row",
+        ),
+    ],
 }
 
 

@@ -56,7 +56,7 @@ class Assignment:
         return sum(p.points for p in self.parts)
 
 
-# --- the assignments (masking, nsp, finetuning and spans are notebooks' checkers) -------------
+# --- the assignments (masking, nsp, finetuning, spans and retrieval are notebooks' checkers) -------------
 
 ASSIGNMENTS: dict[str, Assignment] = {
     a.name: a
@@ -144,6 +144,21 @@ ASSIGNMENTS: dict[str, Assignment] = {
                     checked("answer_text", exercises.check_answer_over_windows),
                 ),
                 Part("SQuAD F1", 2, checked("squad_f1", exercises.check_squad_f1)),
+            ),
+        ),
+        Assignment(
+            "retrieval",
+            "Judging and training a retriever: recall@k, MRR@10, the in-batch contrastive loss",
+            "retrieval.py",
+            "09_sentence_encoders",
+            (
+                Part("recall@k", 2, checked("recall_at_k", exercises.check_recall_at_k)),
+                Part("MRR@10", 3, checked("mrr_at_10", exercises.check_mrr)),
+                Part(
+                    "in-batch contrastive loss",
+                    5,
+                    checked("in_batch_loss", exercises.check_in_batch_loss),
+                ),
             ),
         ),
     )

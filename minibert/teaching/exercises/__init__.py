@@ -18,6 +18,8 @@ score ``result.passed`` and show ``result.message``.
 - ``spans_and_tags`` (7): ``check_best_span``, ``check_repair_bio``, ``check_answer_over_windows``,
   ``check_answer_or_null``, ``check_squad_f1``;
 - ``what_pretraining_buys`` (8): ``check_opinion_scores``;
+- ``sentence_encoders`` (9): ``check_in_batch_loss``, ``check_recall_at_k``, ``check_mrr``,
+  ``check_whitening``;
 - ``common``: ``Result``, ``report``, ``quietly`` (checkers that print nothing, for a grader),
   ``call_safely`` (a learner's call, its exception as a hint) and ``attention_problem`` (a
   tensor against the reference, as a hint).
@@ -53,6 +55,12 @@ from minibert.teaching.exercises.encoder import (
 )
 from minibert.teaching.exercises.masking import check_mask_accuracy, check_masking, check_mlm_loss
 from minibert.teaching.exercises.nsp import check_nsp_loss, check_nsp_pairs, check_sop_pairs
+from minibert.teaching.exercises.sentence_encoders import (
+    check_in_batch_loss,
+    check_mrr,
+    check_recall_at_k,
+    check_whitening,
+)
 from minibert.teaching.exercises.spans_and_tags import (
     check_answer_or_null,
     check_answer_over_windows,
@@ -68,6 +76,10 @@ from minibert.teaching.exercises.tokens import (
 from minibert.teaching.exercises.what_pretraining_buys import check_opinion_scores
 
 __all__ = [
+    "check_whitening",
+    "check_recall_at_k",
+    "check_mrr",
+    "check_in_batch_loss",
     "Result",
     "attention_problem",
     "call_safely",
