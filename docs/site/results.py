@@ -723,24 +723,28 @@ def retrieval(data: dict) -> Section:
         if "training" not in r:
             continue
         t, vs = r["training"], r.get("vs_course_best", {})
+        trials = ", ".join(f"{x['lr']:g}: {x['mrr@10']:.3f}" for x in t.get("lr_trials", []))
+        tried = f"; dev MRR@10 {trials}" if trials else ""
+        seeds = r.get("seeds", [])
+        runs = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {', '.join(map(str, seeds))}"
+        spent = t.get("training_seconds")
+        if spent:
+            runs += f", {statistics.mean(spent):.0f} s of training each"
         if "objective" in t:  # self-supervised: the articles' text, no question
             pairs = SELF_SUPERVISED_PAIRS.get(t["objective"], t["objective"])
-            trials = ", ".join(f"{x['lr']:g}: {x['mrr@10']:.3f}" for x in t.get("lr_trials", []))
-            tried = f"; dev MRR@10 {trials}" if trials else ""
             taught += (
                 f" {name}: the course checkpoint trained on {t['pairs']:,} {pairs} from the "
                 f"training articles' text alone, no question, with in-batch negatives "
                 f"({t['steps']} steps of {t['batch_size']}, temperature {t['temperature']}, the "
-                f"rate {t['lr']:g}: {t['lr_rule']}{tried}), one seed"
+                f"rate {t['lr']:g}: {t['lr_rule']}{tried}), {runs}"
             )
         elif "texts" in t:  # distilled: the student regresses the teacher's vectors
             taught += (
                 f" {name}: the course checkpoint as a student of MiniLM on {t['texts']:,} texts of "
                 f"the training articles ({t['loss']}; {t['steps']} steps of {t['batch_size']}, the "
-                f"rate {t['lr']:g}: {t['lr_rule']}), one seed"
+                f"rate {t['lr']:g}: {t['lr_rule']}{tried}), {runs}"
             )
         else:
-            trials = ", ".join(f"{x['lr']:g}: {x['mrr@10']:.3f}" for x in t["lr_trials"])
             taught += (
                 f" {name}: the course checkpoint trained on the {t['pairs']} training questions' "
                 f"(question, paragraph) pairs with in-batch negatives ({t['steps']} steps of "
@@ -753,6 +757,47 @@ def retrieval(data: dict) -> Section:
                 f"{signed_interval(vs['mrr@10'])}, recall@5 {signed_interval(vs['recall@5'])}"
             )
         taught += "."
+    answers = ""
+    if "end_to_end" in data:
+        e = data["end_to_end"]
+        reader, gold = e["reader"], e["gold_paragraph"]
+        found = []
+        for name, x in e["retrievers"].items():
+            ratio = x["f1_over_gold"]
+            found.append(
+                [
+                    f"{name} retriever, top {e['top_k']}",
+                    f"{x['exact_match']:.1f}",
+                    f"{x['f1']:.1f}",
+                    f"{ratio[0]:.2f} [{ratio[1]:.2f}, {ratio[2]:.2f}]",
+                    pct(x["answer_from_gold_paragraph"]),
+                    f"{1000 * x['seconds']['per_question']:.0f}",
+                ]
+            )
+        found.insert(
+            0,
+            [
+                "the gold paragraph",
+                f"{gold['exact_match']:.1f}",
+                f"{gold['f1']:.1f}",
+                "1",
+                "100%",
+                f"{1000 * gold['seconds_per_question']:.0f}",
+            ],
+        )
+        answers = (
+            f"\n\nEnd to end (mb.ask): a MiniLM wiki-qa reader ({reader['command']}, "
+            f"{reader['steps']} steps, {reader['training_seconds']:.0f} s of training; "
+            f"{reader['lr_rule']}) reads the top {e['top_k']} paragraphs of the retriever, the "
+            f"answer's score its span score + {e['retrieval_weight']:g} x its paragraph's "
+            f"standardised retrieval score, on the {e['questions']} test questions; SQuAD exact "
+            f"match and F1 (percent), the end-to-end F1 over the gold paragraph's with its 95% "
+            f"paired bootstrap interval (target: {e['target']}):\n\n"
+            + table(
+                ["reader given", "EM", "F1", "F1 / gold F1", "answer's paragraph gold", "ms"],
+                found,
+            )
+        )
     lat, enc = data["latency"], data["minilm_corpus_encoding"]
     return Section(
         "Searching the course's Wikipedia (wiki-search)",
@@ -772,7 +817,8 @@ def retrieval(data: dict) -> Section:
         table(header, rows)
         + "\n\nAnisotropy, the mean cosine of 2,000 random pairs of passages' mean-pooled "
         "vectors, after the embeddings (first) and each layer:\n\n"
-        + table(["encoder", "mean cosine by layer"], layers),
+        + table(["encoder", "mean cosine by layer"], layers)
+        + answers,
     )
 
 
