@@ -81,13 +81,19 @@ LESSONS: tuple[Lesson, ...] = (
         2.0,
     ),
     Lesson(
-        "09_d2l_side_by_side.ipynb",
+        "09_sentence_encoders.ipynb",
+        "BERT as a sentence encoder: search, then answer",
+        "`wiki-search`: each question must find its paragraph among all 7,396; recall@k and MRR@10 by hand; BM25 written by hand and checked; [CLS] vs mean pooling, anisotropy per layer (the cone, and MiniLM's spread last layer), whitening; every retriever on one table with paired intervals; the course checkpoint trained to search three ways: contrastive with in-batch negatives (the loss by hand, live), from the articles alone (the inverse cloze task; SimCSE with its dropout ablation live) and distilled from MiniLM; the hybrid of BM25 and MiniLM chosen on dev; search, then answer (`minibert search`, `minibert ask`); the questions BM25 finds and MiniLM misses, and the reverse",
+        1.5,
+    ),
+    Lesson(
+        "10_d2l_side_by_side.ipynb",
         "Appendix: d2l side by side",
         "the d2l book's BERT chapter, its own code, run beside minibert on our articles: its pairs (NSP labels flipped, negatives from any paragraph of the corpus), its masking and padding; its model on MiniLM's weights, equal to minibert once ReLU becomes GELU and the embeddings get their LayerNorm; its MLM loss counting padding (d2l issue 2582), live, and the fix; d2l's show_heatmaps and Animator on minibert",
         0.5,
     ),
     Lesson(
-        "10_appendix_what_pretraining_buys.ipynb",
+        "11_appendix_what_pretraining_buys.ipynb",
         "Appendix: what pretraining buys, the evidence",
         "lesson 8's evidence, read from the committed runs: the grid of domain (Wikipedia, reviews) crossed with task shape (a label per word, per text), every model against random weights of its size, fine-tuned, read from the mean and frozen, as plots; absolute scores beside the differences; every model against the rule built from the same labels, with paired intervals; runs at the trivial level marked; lesson 8's explanation of the reviews tested; what the evidence does not support; an aside on gradient accumulation that counts every labelled word once",
         1.0,
