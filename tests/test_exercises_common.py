@@ -49,7 +49,7 @@ def test_the_package_lists_every_checker_and_each_returns_a_result():
     import inspect
 
     checkers = [n for n in exercises.__all__ if n.startswith("check_")]
-    assert len(checkers) == 28 and len(set(checkers)) == 28
+    assert len(checkers) == 32 and len(set(checkers)) == 32
     for name in checkers:
         function = getattr(exercises, name)
         assert inspect.signature(function).return_annotation in (Result, "Result"), name
