@@ -244,3 +244,17 @@ def test_ask_reranks_before_reading_and_refuses_a_folder_that_is_not_a_pair_clas
     done = cli(*args, "--rerank", str(reader))  # a span reader, not a pair classifier
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "is not a trained pair classifier with an 'entailment' label" in done.stderr
+
+
+def test_the_end_to_end_benchmark_measured_mb_ask_as_it_ships():
+    e2e = json.loads(RESULTS.read_text(encoding="utf-8"))["end_to_end"]
+    assert e2e["top_k"] == open_qa.DEFAULT_TOP_K
+    assert e2e["retrieval_weight"] == open_qa.RETRIEVAL_WEIGHT
+    assert e2e["hybrid_weight"] == open_qa.HYBRID_WEIGHT
+    assert {"hybrid", "bm25"} <= set(e2e["retrievers"])
+    gold = e2e["gold_paragraph"]["f1"]
+    for found in e2e["retrievers"].values():  # the ratio is the two F1s', inside its interval
+        ratio, low, high = found["f1_over_gold"]
+        assert found["f1"] == pytest.approx(ratio * gold)
+        assert low <= ratio <= high
+        assert found["meets_target"] == (ratio >= 0.6)

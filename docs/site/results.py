@@ -729,7 +729,9 @@ def retrieval(data: dict) -> Section:
         runs = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {', '.join(map(str, seeds))}"
         spent = t.get("training_seconds")
         if spent:
-            runs += f", {statistics.mean(spent):.0f} s of training each"
+            low, high = min(spent), max(spent)
+            each = f"{low:.0f}" if len(spent) == 1 else f"{low:.0f}-{high:.0f}"
+            runs += f", {each} s of training {'each' if len(spent) > 1 else ''}".rstrip()
         if "objective" in t:  # self-supervised: the articles' text, no question
             pairs = SELF_SUPERVISED_PAIRS.get(t["objective"], t["objective"])
             taught += (
