@@ -20,7 +20,9 @@ def loss_with(normalise=True, divide=True, rows="queries", labels="diagonal", re
             q, p = F.normalize(q, dim=-1), F.normalize(p, dim=-1)
         logits = q @ p.T if rows == "queries" else p @ q.T
         logits = logits / t if divide else logits * t
-        target = torch.arange(len(q)) if labels == "diagonal" else torch.zeros(len(q), dtype=torch.long)
+        target = (
+            torch.arange(len(q)) if labels == "diagonal" else torch.zeros(len(q), dtype=torch.long)
+        )
         return F.cross_entropy(logits, target, reduction=reduce)
 
     return fn
@@ -46,7 +48,12 @@ def by_hand_loss(q, p, t):  # a right answer written without cross_entropy
         (loss_with(labels="zero"), "labels 0, 1, ..., batch - 1"),
         (loss_with(reduce="sum"), "the mean over the batch"),
         (loss_with(reduce="none"), "return one number"),
-        (lambda q, p, t: -F.logsigmoid((F.normalize(q, dim=-1) * F.normalize(p, dim=-1)).sum(-1) / t).mean(), "not a sigmoid"),  # fmt: skip
+        (
+            lambda q, p, t: (
+                -F.logsigmoid((F.normalize(q, dim=-1) * F.normalize(p, dim=-1)).sum(-1) / t).mean()
+            ),
+            "not a sigmoid",
+        ),  # fmt: skip
         (lambda q, p, t: loss_with()(q, p, t) + 0.5, "should be"),
     ],
 )
@@ -74,7 +81,12 @@ def recall_with(shift=0, share=True, percent=False):
         (recall_with(shift=-1), "not ranking[:k - 1]"),
         (recall_with(share=False), "not a count"),
         (recall_with(percent=True), "not a percentage"),
-        (lambda rankings, relevant, k: sum(ranked.index(r) < k for ranked, r in zip(rankings, relevant)) / len(relevant), "is not found"),  # fmt: skip
+        (
+            lambda rankings, relevant, k: (
+                sum(ranked.index(r) < k for ranked, r in zip(rankings, relevant)) / len(relevant)
+            ),
+            "is not found",
+        ),  # fmt: skip
     ],
 )
 def test_recall_checker(fn, hint):

@@ -85,7 +85,9 @@ def test_no_solution_survives_and_nothing_else_changes(edition, path):
     student = json.loads((edition / path.name).read_text(encoding="utf-8"))
     assert len(student["cells"]) == len(course["cells"])
     exercises = set(student_edition.solution_cells(course))
-    assert bool(exercises) == (path.stem[:2] in {"01", "02", "03", "04", "05", "06", "07", "08", "09"})
+    assert bool(exercises) == (
+        path.stem[:2] in {"01", "02", "03", "04", "05", "06", "07", "08", "09"}
+    )
     text = json.dumps(student)
     answers = set(student_edition.answer_cells(course))
     for i, (c, s) in enumerate(zip(course["cells"], student["cells"])):
