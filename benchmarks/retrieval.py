@@ -248,6 +248,20 @@ def random_row(vectors: Vectors, course: encoders.Encoder, queries: dict) -> dic
     }
 
 
+def widened(trials: list[dict], trial) -> dict:
+    """The best trial by dev MRR@10 (a tie to the smaller rate), after widening a grid whose best
+    rate is at its edge by one step beyond it, twice at most; trial(lr) appends to trials."""
+    best = lambda: max(trials, key=lambda t: (t["mrr@10"], -t["lr"]))  # noqa: E731
+    for _ in range(2):
+        rates = sorted(t["lr"] for t in trials)
+        if best()["lr"] not in (rates[0], rates[-1]):
+            break
+        step = rates[1] / rates[0]  # the grid's step
+        edge = best()["lr"]
+        trial(float(f"{edge * step if edge == rates[-1] else edge / step:.1e}"))
+    return best()
+
+
 def contrastive(vectors: Vectors, queries: dict, passages: list, seed: int, lr: float) -> dict:
     """The course checkpoint trained on the training questions' (question, paragraph) pairs with
     in-batch negatives (mean pooling), then measured like the others: dense_row's fields."""
@@ -276,15 +290,7 @@ def contrastive_row(vectors: Vectors, queries: dict, passages: list) -> dict:
 
     for lr in LRS:
         trial(lr)
-    for _ in range(2):  # widen a grid whose best point is at its edge
-        best = max(trials, key=lambda t: (t["mrr@10"], -t["lr"]))
-        rates = sorted(t["lr"] for t in trials)
-        if best["lr"] not in (rates[0], rates[-1]):
-            break
-        ratio = rates[1] / rates[0]  # the grid's step
-        beyond = best["lr"] * ratio if best["lr"] == rates[-1] else best["lr"] / ratio
-        trial(float(f"{beyond:.1e}"))
-    best = max(trials, key=lambda t: (t["mrr@10"], -t["lr"]))
+    best = widened(trials, trial)
     found, runs = [], []
     for seed in SEEDS:
         got = contrastive(vectors, queries, passages, seed, best["lr"])
@@ -369,15 +375,7 @@ def selfsup_row(
 
         for rate in SIMCSE_LRS:
             trial(rate)
-        for _ in range(2):  # widen a grid whose best point is at its edge, as contrastive_row
-            best = max(trials, key=lambda t: (t["mrr@10"], -t["lr"]))
-            rates = sorted(t["lr"] for t in trials)
-            if best["lr"] not in (rates[0], rates[-1]):
-                break
-            step = rates[1] / rates[0]
-            beyond = best["lr"] * step if best["lr"] == rates[-1] else best["lr"] / step
-            trial(float(f"{beyond:.1e}"))
-        lr = max(trials, key=lambda t: (t["mrr@10"], -t["lr"]))["lr"]
+        lr = widened(trials, trial)["lr"]
         rule = (
             f"the highest dev MRR@10 of {list(SIMCSE_LRS)} at seed {SELFSUP_LR_SEED}, not a "
             "reported seed (a best rate at the grid's edge adds the next one beyond it, twice at "
@@ -480,15 +478,7 @@ def distill_row(vectors: Vectors, queries: dict, cache: Path) -> dict:
 
     for lr in DISTILL_LRS:
         trial(lr)
-    for _ in range(2):  # widen a grid whose best point is at its edge
-        best = max(trials, key=lambda t: (t["mrr@10"], -t["lr"]))
-        rates = sorted(t["lr"] for t in trials)
-        if best["lr"] not in (rates[0], rates[-1]):
-            break
-        ratio = rates[1] / rates[0]  # the grid's step
-        beyond = best["lr"] * ratio if best["lr"] == rates[-1] else best["lr"] / ratio
-        trial(float(f"{beyond:.1e}"))
-    best = max(trials, key=lambda t: (t["mrr@10"], -t["lr"]))
+    best = widened(trials, trial)
     found, runs = [], []
     for seed in SEEDS:
         got = distilled(vectors, queries, cache, best["lr"], seed)
