@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -1373,3 +1374,60 @@ def test_52_assignment_new_into_a_place_it_cannot_write_is_one_line(tmp_path, ca
         err = capsys.readouterr().err
         assert says in err and len(err.strip().splitlines()) == 1 and "Errno" not in err
     assert not (tmp_path / "nowhere").exists()
+
+
+def _nest(folder: Path, depth: int) -> Path:
+    """depth folders, one inside the other, made one at a time (os.makedirs recurses)."""
+    for _ in range(depth):
+        folder = folder / "d"
+        folder.mkdir()
+    return folder
+
+
+def test_a_folder_nested_too_deep_costs_only_its_own_row(tmp_path, monkeypatch, capsys):
+    """A submission holding folders nested 1,200 deep ended the grading of the whole class in a
+    RecursionError: no CSV, the later folders never graded, a copy left in the temporary folder."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    root = tmp_path / "class"
+    good, deep = student(root, "a_good"), student(root, "b_deep")
+    _nest(deep, 1200)
+    skeleton = assignments.new("attention", root / "c_skeleton")
+    table = tmp_path / "grades.csv"
+    folders = [str(good), str(deep), str(skeleton)]
+    assert (
+        cli.main(["assignment", "grade", *folders, "--name", "attention", "--csv", str(table)]) == 1
+    )
+    rows = {Path(r["folder"]).name: r for r in csv.DictReader(table.open(encoding="utf-8"))}
+    assert {w: r["total"] for w, r in rows.items()} == {
+        "a_good": "10",
+        "b_deep": "0",
+        "c_skeleton": "0",
+    }
+    assert f"nested more than {runner.MAX_DEPTH} deep" in rows["b_deep"]["error"]
+    assert "keep only the code" in rows["b_deep"]["error"]
+    assert list(temporary.iterdir()) == []  # every private copy removed
+
+
+def test_a_copy_nested_deeper_than_the_recursion_limit_is_removed(tmp_path):
+    top = tmp_path / "copy"
+    top.mkdir()
+    bottom = _nest(top, sys.getrecursionlimit() + 200)
+    (bottom / "file.txt").write_text("x")
+    bottom.parent.chmod(0o500)  # a submission made a folder read-only
+    runner._remove_tree(str(top))
+    assert not top.exists()
+
+
+def test_a_csv_cell_starting_like_a_formula_is_quoted(tmp_path):
+    """A folder named `=1+2` was written as is at the start of a row: a spreadsheet ran it."""
+    table = tmp_path / "grades.csv"
+    rows = [
+        assignments.Grade("attention", Path(name), error=error)
+        for name, error in (("=1+2", "+cmd"), ("-2", "@SUM(A1)"), ("alice", "no file"))
+    ]
+    assignments.write_csv(rows, table)
+    read = list(csv.DictReader(table.open(encoding="utf-8")))
+    assert [r["folder"] for r in read] == ["'=1+2", "'-2", "alice"]
+    assert [r["error"] for r in read] == ["'+cmd", "'@SUM(A1)", "no file"]

@@ -53,7 +53,8 @@ def report(result: Grade, stream: Any = None) -> None:
 
 
 def write_csv(results: Sequence[Grade], path: str | Path) -> None:
-    """One row per folder: folder, assignment, points per part, total, max, sandbox, error.
+    """One row per folder: folder, assignment, points per part, total, max, sandbox, error; a
+    text cell that starts like a formula is quoted (_cell).
 
     The columns are the assignments' parts, from the catalogue; the file is written at once.
     """
@@ -67,16 +68,25 @@ def write_csv(results: Sequence[Grade], path: str | Path) -> None:
         points = {p.title: p.points for p in r.parts}
         writer.writerow(
             [
-                str(r.folder),
-                r.assignment,
+                _cell(str(r.folder)),
+                _cell(r.assignment),
                 *(points.get(t, "") for t in titles),
                 r.points,
                 r.max_points,
-                r.sandbox,
-                r.error or "",
+                _cell(r.sandbox),
+                _cell(r.error or ""),
             ]
         )
     atomic_write(path, table.getvalue())  # a failed write leaves the old file whole
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet runs a cell starting so
+
+
+def _cell(text: str) -> str:
+    """text as a cell a spreadsheet shows and never runs: one starting like a formula (a folder
+    named `=1+2`) gets a single quote before it, as OWASP and the spreadsheets' makers advise."""
+    return f"'{text}" if text.startswith(FORMULA_START) else text
 
 
 def csv_problem(path: str | Path) -> str | None:

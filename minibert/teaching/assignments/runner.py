@@ -52,6 +52,7 @@ MIN_MEMORY_MB = 512  # the encoder's reference needs about 384 (MiniLM's weights
 STARTUP_SECONDS = 120  # the worker's own start (Python, torch), before the student's file
 KEPT_OUTPUT = 10_000  # characters of a submission's printing kept by grade() (the rest dropped)
 COPY_BYTES = 64 * 2**20  # the most a submission's folder may hold (it is copied for each run)
+MAX_DEPTH = 64  # the deepest a submission's folders may nest (deeper is refused, not copied)
 TMP_BYTES = 64 * 2**20  # the sandbox's /tmp (in memory)
 SHM_BYTES = 16 * 2**20  # the sandbox's /dev/shm (in memory)
 SUBMISSION_BYTES = COPY_BYTES + TMP_BYTES  # the sandbox's /submission: the copy and room to write
@@ -425,23 +426,58 @@ def _command(copy: Path, memory_mb: int, token: str, sandboxed: bool) -> list[st
 
 
 def _private_copy(folder: Path, into: Path) -> None:
-    """Copy folder's files and folders into into (links as links; pipes, devices left out)."""
-    total = 0
-    for root, dirs, files in os.walk(folder):
-        target = into / Path(root).relative_to(folder)
-        for name in dirs + files:
-            source, there = Path(root) / name, target / name
-            if source.is_symlink():
-                os.symlink(os.readlink(source), there)
-            elif source.is_dir():
-                there.mkdir()
-            elif source.is_file():
-                total += source.stat().st_size
-                if total > COPY_BYTES:
-                    raise ValueError(
-                        f"{folder} holds more than {COPY_BYTES // 2**20} MB; keep only the code in it"
-                    )
-                shutil.copyfile(source, there)
+    """Copy folder's files and folders into into (links as links; pipes, devices left out).
+
+    Walked with a list, not recursion (os.walk and shutil recurse, and a folder nested deeper than
+    Python's recursion limit would end the grader); a folder nested more than MAX_DEPTH deep, or
+    holding more than COPY_BYTES, is refused with a ValueError that says where.
+    """
+    total, todo = 0, [(folder, into, 0)]
+    while todo:
+        here, target, depth = todo.pop()
+        with os.scandir(here) as entries:
+            for entry in entries:
+                source, there = Path(entry.path), target / entry.name
+                if entry.is_symlink():
+                    os.symlink(os.readlink(source), there)
+                elif entry.is_dir():
+                    if depth >= MAX_DEPTH:
+                        inside = Path(*source.relative_to(folder).parts[:3])
+                        raise ValueError(
+                            f"{folder} holds folders nested more than {MAX_DEPTH} deep "
+                            f"({inside}/...); keep only the code in it"
+                        )
+                    there.mkdir()
+                    todo.append((source, there, depth + 1))
+                elif entry.is_file():
+                    total += entry.stat().st_size
+                    if total > COPY_BYTES:
+                        raise ValueError(
+                            f"{folder} holds more than {COPY_BYTES // 2**20} MB; keep only the code in it"
+                        )
+                    shutil.copyfile(source, there)
+
+
+def _remove_tree(top: str) -> None:
+    """Remove top and all it holds, folders made writable first (a submission may have made them
+    read-only); walked with a list, not recursion, like _private_copy (a run may nest folders
+    deeper than Python's recursion limit). What cannot be removed is left, silently."""
+    todo, folders = [top], []
+    while todo:
+        here = todo.pop()
+        folders.append(here)
+        with contextlib.suppress(OSError):
+            os.chmod(here, 0o700)
+            with os.scandir(here) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        todo.append(entry.path)
+                    else:
+                        with contextlib.suppress(OSError):
+                            os.unlink(entry.path)
+    for here in reversed(folders):  # the deepest first
+        with contextlib.suppress(OSError):
+            os.rmdir(here)
 
 
 def _kill_all(child: subprocess.Popen, token: str) -> None:
@@ -566,7 +602,8 @@ def grade_isolated(
     sandbox = problem or "bubblewrap"
     if not (folder / assignment.file).is_file():
         return _missing(assignment, folder, sandbox)
-    with tempfile.TemporaryDirectory(prefix="minibert-grading-") as tmp:
+    tmp = tempfile.mkdtemp(prefix="minibert-grading-")
+    try:
         copies = itertools.count()
 
         def start() -> Session:
@@ -577,14 +614,12 @@ def grade_isolated(
 
         try:
             result = _run_parts(assignment, folder, start, seconds)
-        except ValueError as exc:  # the folder is too big to copy
+        except ValueError as exc:  # the folder is too big or too deep to copy
             result = Grade(assignment.name, folder, error=str(exc))
             result.parts = [PartResult(p.title, 0, p.points, str(exc)) for p in assignment.parts]
         result.sandbox = sandbox
-        with contextlib.suppress(OSError):  # files the submission made read-only
-            for root, dirs, _ in os.walk(tmp):
-                for d in dirs:
-                    os.chmod(os.path.join(root, d), 0o700)
+    finally:  # nothing left in the temporary folder, however the grading ended
+        _remove_tree(tmp)
     return result
 
 
@@ -597,7 +632,8 @@ def grade_many(
 ) -> Iterator[Grade]:
     """grade_isolated on each folder, jobs at a time, yielding the grades in the folders' order.
 
-    A folder that cannot be graded (not a folder, no assignment in it) gets a row saying why.
+    A folder that cannot be graded (not a folder, no assignment in it, a fault of the grader's on
+    it) gets a row saying why, and the folders after it are graded.
     Several folders need name: a folder's marker is the student's file (it could name an easier
     assignment), so a class is graded as the assignment the teacher names.
     """
@@ -607,10 +643,15 @@ def grade_many(
     def one(folder: str | Path) -> Grade:
         try:
             return grade_isolated(folder, name, seconds, memory_mb)
-        except (ValueError, OSError) as exc:
-            return Grade(
-                "?", Path(folder), error=str(exc), sandbox=sandbox_problem() or "bubblewrap"
+        except (ValueError, OSError) as exc:  # not a folder, no assignment in it, ...
+            error = str(exc)
+        except Exception as exc:  # a fault of the grader's on this folder: its row, not the class
+            error = (
+                f"the grader failed on this folder ({type(exc).__name__}: {exc}); grade it alone"
             )
+        return Grade(
+            name or "?", Path(folder), error=error, sandbox=sandbox_problem() or "bubblewrap"
+        )
 
     if jobs <= 1:  # in this thread: an interrupt stops grading at once
         yield from map(one, folders)
