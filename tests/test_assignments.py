@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -1376,15 +1377,21 @@ def test_52_assignment_new_into_a_place_it_cannot_write_is_one_line(tmp_path, ca
     assert not (tmp_path / "nowhere").exists()
 
 
-def _nest(folder: Path, depth: int) -> Path:
-    """depth folders, one inside the other, made one at a time (os.makedirs recurses)."""
-    for _ in range(depth):
-        folder = folder / "d"
-        folder.mkdir()
-    return folder
+@contextlib.contextmanager
+def _nest(folder: Path, depth: int) -> Iterator[Path]:
+    """depth folders, one inside the other, made one at a time (os.makedirs recurses), removed at
+    the end (pytest's own clean-up of old temporary folders recurses too)."""
+    bottom = folder
+    try:
+        for _ in range(depth):
+            bottom = bottom / "d"
+            bottom.mkdir()
+        yield bottom
+    finally:
+        runner._remove_tree(str(folder / "d"))
 
 
-def test_a_folder_nested_too_deep_costs_only_its_own_row(tmp_path, monkeypatch, capsys):
+def test_a_folder_nested_too_deep_costs_only_its_own_row(tmp_path, monkeypatch):
     """A submission holding folders nested 1,200 deep ended the grading of the whole class in a
     RecursionError: no CSV, the later folders never graded, a copy left in the temporary folder."""
     temporary = tmp_path / "tmp"
@@ -1392,19 +1399,17 @@ def test_a_folder_nested_too_deep_costs_only_its_own_row(tmp_path, monkeypatch, 
     monkeypatch.setattr(tempfile, "tempdir", str(temporary))
     root = tmp_path / "class"
     good, deep = student(root, "a_good"), student(root, "b_deep")
-    _nest(deep, 1200)
     skeleton = assignments.new("attention", root / "c_skeleton")
     table = tmp_path / "grades.csv"
     folders = [str(good), str(deep), str(skeleton)]
-    assert (
-        cli.main(["assignment", "grade", *folders, "--name", "attention", "--csv", str(table)]) == 1
-    )
+    with _nest(deep, 1200):
+        code = cli.main(
+            ["assignment", "grade", *folders, "--name", "attention", "--csv", str(table)]
+        )
+    assert code == 1
     rows = {Path(r["folder"]).name: r for r in csv.DictReader(table.open(encoding="utf-8"))}
-    assert {w: r["total"] for w, r in rows.items()} == {
-        "a_good": "10",
-        "b_deep": "0",
-        "c_skeleton": "0",
-    }
+    totals = {who: row["total"] for who, row in rows.items()}
+    assert totals == {"a_good": "10", "b_deep": "0", "c_skeleton": "0"}
     assert f"nested more than {runner.MAX_DEPTH} deep" in rows["b_deep"]["error"]
     assert "keep only the code" in rows["b_deep"]["error"]
     assert list(temporary.iterdir()) == []  # every private copy removed
@@ -1413,11 +1418,11 @@ def test_a_folder_nested_too_deep_costs_only_its_own_row(tmp_path, monkeypatch, 
 def test_a_copy_nested_deeper_than_the_recursion_limit_is_removed(tmp_path):
     top = tmp_path / "copy"
     top.mkdir()
-    bottom = _nest(top, sys.getrecursionlimit() + 200)
-    (bottom / "file.txt").write_text("x")
-    bottom.parent.chmod(0o500)  # a submission made a folder read-only
-    runner._remove_tree(str(top))
-    assert not top.exists()
+    with _nest(top, sys.getrecursionlimit() + 200) as bottom:
+        (bottom / "file.txt").write_text("x")
+        bottom.parent.chmod(0o500)  # a submission made a folder read-only
+        runner._remove_tree(str(top))
+        assert not top.exists()
 
 
 def test_a_csv_cell_starting_like_a_formula_is_quoted(tmp_path):
