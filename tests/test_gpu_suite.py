@@ -147,6 +147,19 @@ def test_smoke_runs_every_part_on_the_cpu(tmp_path):
     print(f"the smoke run took {seconds:.0f} s; its parts: {result['part_seconds']}")
 
 
+def test_a_smoke_run_never_skips_a_part_or_shortens_a_run_for_time(tmp_path):
+    """--smoke on a busy machine: "59 s left, needs ~60" skipped a part and the test failed. A
+    smoke run checks that every part works; its budget cannot run out."""
+    suite = gpu_suite.Suite(gpu_suite.SMOKE_PLAN, torch.device("cpu"), tmp_path, 0.0, smoke=True)
+    ran = []
+    suite.part("a part that needs a minute", lambda: ran.append(True), needs=60)
+    assert ran == [True] and suite.result["skipped"] == []
+    assert suite.run_limit(100) == gpu_suite.SMOKE_RUN_SECONDS  # not the budget's 0 s
+    timed = gpu_suite.Suite(gpu_suite.SMOKE_PLAN, torch.device("cpu"), tmp_path, 0.0, smoke=False)
+    timed.part("a part that needs a minute", lambda: ran.append(False), needs=60)
+    assert ran == [True] and len(timed.result["skipped"]) == 1  # a measured run still skips
+
+
 def test_a_mask_that_keeps_every_token_is_not_sent(tiny_config):
     """Training drops an all-ones attention_mask (SDPA's fastest kernels take none) and keeps a
     mask with padding."""
