@@ -66,6 +66,7 @@ _SUBMODULES = (
     "guidance",
     "inference",
     "label_counts",
+    "minimal_pairs",
     "model",
     "open_qa",
     "options",
