@@ -127,7 +127,7 @@ def test_every_pretrain_option_is_explained():
 def test_classify_refuses_a_folder_without_a_trained_classifier(capsys):
     from minibert import assets
 
-    assert cli.main(["classify", str(assets.course_checkpoint()), "a gem of a film"]) == 1
+    assert cli.main(["classify", str(assets.course_checkpoint()), "a gem of a film"]) == 2
     assert re.search(r"has no trained head .*classifier.weight", capsys.readouterr().err)
 
 
@@ -143,7 +143,7 @@ def test_a_vocabulary_that_does_not_match_the_weights_is_refused(tmp_path, capsy
     (folder / "vocab.txt").write_text("".join(lines[:100] + lines[101:]), encoding="utf-8")
     with pytest.raises(ValueError, match="has 7,999 lines but the model's vocab_size is 8,000"):
         BertForMaskedLM.from_pretrained(folder)
-    assert cli.main(["fill-mask", str(folder), "the [MASK] of france"]) == 1
+    assert cli.main(["fill-mask", str(folder), "the [MASK] of france"]) == 2
     assert "cannot load the model" in capsys.readouterr().err
 
 

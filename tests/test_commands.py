@@ -115,7 +115,7 @@ def test_every_tasks_folder_is_answered_by_the_command_of_its_shape(
         assert [line.split("\t")[0] for line in lines] == ["the", "eiffel", "tower", "is", "in",
                                                            "paris", "."]  # fmt: skip
     for other in (c for c in ARGS if c != command):
-        assert cli.main([other, str(folder), *ARGS[other]]) == 1
+        assert cli.main([other, str(folder), *ARGS[other]]) == 2  # the folder given: a bad argument
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and f"use `minibert {command} {folder}" in err
         assert f"task {name}" in err
@@ -152,8 +152,25 @@ def test_classify_takes_sentence_pairs(folders, capsys):
 
 
 def test_a_pretrained_folder_is_not_fine_tuned(capsys):
-    assert cli.main(["tag", str(assets.course_checkpoint()), "the eiffel tower"]) == 1
+    assert cli.main(["tag", str(assets.course_checkpoint()), "the eiffel tower"]) == 2
     assert "has no trained head" in capsys.readouterr().err
+
+
+def test_choose_refuses_a_folder_that_cannot_choose_with_one_line_and_exit_2(
+    folders, tmp_path, capsys
+):
+    """`choose` exited 1 for these folders where `search` and `ask` exit 2: a wrong folder is a
+    bad argument."""
+    context = ["it rained .", "--choice", "so .", "--choice", "we got wet ."]
+    wrong = {
+        str(tmp_path / "nowhere"): "no checkpoint folder",
+        str(assets.course_checkpoint()): "has no trained head",
+        str(folders["rotten-tomatoes"]): "use `minibert classify",
+        str(folders["wiki-search"]): "use `minibert search",
+        str(folders["wiki-qa"]): "use `minibert answer",
+    }
+    for folder, says in wrong.items():
+        _one_line(capsys, 2, says, cli.main(["choose", folder, *context]))
 
 
 # --- #52: one line, exit code 2, for every bad input ----------------------------------------

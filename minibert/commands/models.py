@@ -41,13 +41,16 @@ def _commands() -> dict[str, Shape]:
 
 
 def _load(folder: str, cls: type) -> tuple[Any, Any]:
-    """(model, tokenizer) from a folder; anything wrong becomes one line naming the folder."""
+    """(model, tokenizer) from a folder; anything wrong becomes one line naming the folder, exit
+    code 2 for the folder given (missing, not a model, damaged), 1 for the machine (a read error)."""
     from minibert.tokenization import BertTokenizer
 
     try:
         model = cls.from_pretrained(folder)
         return model, BertTokenizer.from_pretrained(folder)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (FileNotFoundError, NotADirectoryError, ValueError, KeyError, TypeError) as exc:
+        raise CommandError(f"cannot load the model in {folder}: {exc}", 2) from None
+    except OSError as exc:
         raise CommandError(f"cannot load the model in {folder}: {exc}") from None
 
 
@@ -63,8 +66,8 @@ def _architecture(folder: str) -> str | None:
 
 def _fine_tuned(folder: str, shape: Shape) -> tuple[Any, Any, Any]:
     """The model and tokenizer of a folder fine-tuned for this shape, and its task (None when
-    unknown), or a CommandError naming the command that fits the folder (or saying it is not
-    fine-tuned)."""
+    unknown), or a CommandError (exit code 2: the folder given is the wrong one) naming the
+    command that fits the folder, or saying it is not fine-tuned."""
     found, command = _architecture(folder), shape.command.verb
     try:
         task = tasks.of_folder(folder)
@@ -74,13 +77,15 @@ def _fine_tuned(folder: str, shape: Shape) -> tuple[Any, Any, Any]:
     if task is not None and task.shape in READ_ELSEWHERE:
         does, verb = READ_ELSEWHERE[task.shape]
         raise CommandError(
-            f"{folder} {does}{trained}, it does not {command}: use `minibert {verb} {folder} ...`"
+            f"{folder} {does}{trained}, it does not {command}: use `minibert {verb} {folder} ...`",
+            2,
         )
     if found is not None and _commands()[found] is not shape:
         other = _commands()[found].command
         raise CommandError(
             f"{folder} {other.answers} ({found}{trained}), it does not {command}: use "
-            f"`minibert {other.verb} {folder} ...`"
+            f"`minibert {other.verb} {folder} ...`",
+            2,
         )
     model, tok = _load(folder, shape.model_class)
     if task is None:  # no results.json: the task whose labels the config names, if only one
@@ -91,7 +96,8 @@ def _fine_tuned(folder: str, shape: Shape) -> tuple[Any, Any, Any]:
         raise CommandError(
             f"{folder} has no trained head (its weights lack {', '.join(missing)}): it is a "
             "pretrained model, not a fine-tuned one; fine-tune it first (minibert finetune "
-            "--model FOLDER --out OUT)"
+            "--model FOLDER --out OUT)",
+            2,
         )
     return model, tok, task
 
