@@ -61,6 +61,7 @@ _SUBMODULES = (
     "context_windows",
     "corpora",
     "distributed",
+    "english_corpus",
     "finetuning",
     "frozen_features",
     "guidance",

