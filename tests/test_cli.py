@@ -188,5 +188,5 @@ def test_c2_damaged_model_folders_are_one_line(tmp_path):
     cases = {looping: "modules.json", index: "model.safetensors.index.json", huge: "config.json"}
     for folder, file in cases.items():
         done = in_process("fill-mask", str(folder), "the [MASK] of france is paris .")
-        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
         assert len(done.stderr.strip().splitlines()) == 1 and str(folder / file) in done.stderr

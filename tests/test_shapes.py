@@ -93,7 +93,7 @@ def test_a_fifth_shape_reaches_finetune_its_command_and_help(fake, tmp_path, cap
     assert "test (32 texts): parity right" in result.report()  # the shape's result line
     assert cli.main(["parity", str(result.folder), "word word ."]) == 0
     assert capsys.readouterr().out.startswith("parity says ")
-    assert cli.main(["classify", str(result.folder), "word ."]) == 1  # refused, naming its own
+    assert cli.main(["classify", str(result.folder), "word ."]) == 2  # refused, naming its own
     assert "says a text's parity" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["--help"])

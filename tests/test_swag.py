@@ -160,7 +160,7 @@ def test_choose_gives_each_choice_its_probability_and_the_command_prints_the_bes
     assert len(lines) == 2 and probabilities == sorted(probabilities, reverse=True)
     assert cli.main(["choose", str(folder), "it rained .", "--choice", "a b ."]) == 2
     assert "at least two choices" in capsys.readouterr().err
-    assert cli.main(["classify", str(folder), "a text"]) == 1  # another shape's command
+    assert cli.main(["classify", str(folder), "a text"]) == 2  # another shape's command
     assert "use `minibert choose" in capsys.readouterr().err
 
 
