@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from minibert.utils import evaluating
+from minibert.utils import check_text, evaluating
 
 __all__ = [
     "MAX_ANSWER_PIECES",
@@ -31,16 +31,6 @@ __all__ = [
     "fill_mask",
     "tag",
 ]
-
-
-def _check_text(text: str, what: str = "the text") -> None:
-    """Refuse text with nothing to read: empty, or only spaces and control characters."""
-    if not isinstance(text, str):
-        raise TypeError(f"{what} must be a str, got {type(text).__name__}")
-    if not any(c.isprintable() and not c.isspace() for c in text):
-        raise ValueError(
-            f"{what} is empty (or only spaces and control characters): give some words"
-        )
 
 
 def _finite(probabilities: torch.Tensor) -> torch.Tensor:
@@ -63,7 +53,7 @@ def fill_mask(
     model: nn.Module, tokenizer: Any, text: str, top_k: int = 5
 ) -> list[list[tuple[str, float]]]:
     """For each [MASK] in text, the top_k (token, probability) pairs of a masked-LM model."""
-    _check_text(text)
+    check_text(text)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be a positive int, got {top_k!r}")
     enc = tokenizer(text)
@@ -105,14 +95,14 @@ def classify(
     if not texts:
         raise ValueError("no texts to classify")
     for i, text in enumerate(texts):
-        _check_text(text, f"text {i + 1}")
+        check_text(text, f"text {i + 1}")
     if text_pairs is not None:
         if isinstance(text_pairs, str) or not all(isinstance(t, str) for t in text_pairs):
             raise TypeError("text_pairs must be a list of str, one for each text")
         if len(text_pairs) != len(texts):
             raise ValueError(f"{len(texts)} texts but {len(text_pairs)} text_pairs: give one each")
         for i, text in enumerate(text_pairs):
-            _check_text(text, f"the second text of pair {i + 1}")
+            check_text(text, f"the second text of pair {i + 1}")
     limit = _positions(model)
     max_length = max_length if limit is None else min(max_length, limit)
     batch = tokenizer.encode_batch(
@@ -138,7 +128,7 @@ def tag(
 
     A text longer than the model's positions is refused; with max_length, only its first
     max_length pieces ([CLS] and [SEP] included) are tagged."""
-    _check_text(text)
+    check_text(text)
     limit = _positions(model) or 512
     if max_length is None:
         length = len(tokenizer(text).input_ids)
@@ -221,8 +211,8 @@ def answer(
 ) -> Answer:
     """The span of context that best answers question: the best start + end over every window of
     [CLS] question [SEP] context [SEP] (windows overlapping by stride pieces)."""
-    _check_text(question, "the question")
-    _check_text(context, "the context")
+    check_text(question, "the question")
+    check_text(context, "the context")
     limit = _positions(model)
     max_length = max_length if limit is None else min(max_length, limit)
     stride = min(stride, max_length // 2)

@@ -39,11 +39,13 @@ import torch
 
 from minibert import assets, corpora, inference, retrieval, tasks
 from minibert.model import BertForQuestionAnswering, BertForSequenceClassification
+from minibert.options import NON_NEGATIVE
 from minibert.retrieval import BM25, Passage, hybrid_scores, words
 from minibert.retrieval_encoders import encode
 from minibert.retrieval_index import Hit, Searcher
 from minibert.tasks.qa import trained_length
 from minibert.tokenization import BertTokenizer
+from minibert.utils import check_text
 
 __all__ = [
     "DEFAULT_TOP_K",
@@ -141,10 +143,7 @@ class Retriever:
 
 
 def _check_question(question: str) -> None:
-    if not isinstance(question, str):
-        raise TypeError(f"the question must be a str, got {type(question).__name__}")
-    if not any(c.isprintable() and not c.isspace() for c in question):
-        raise ValueError(f"the question is empty ({question!r}): ask something, in words")
+    check_text(question, "the question")
 
 
 def _check_top_k(top_k: int) -> None:
@@ -310,8 +309,8 @@ class Asker:
         rerank: str | Path | None = None,
         retrieval_weight: float = RETRIEVAL_WEIGHT,
     ):
-        if not retrieval_weight >= 0:
-            raise ValueError(f"retrieval_weight must be >= 0, got {retrieval_weight}")
+        if problem := NON_NEGATIVE(retrieval_weight):  # as --retrieval-weight: inf refused
+            raise ValueError(f"retrieval_weight {problem}, got {retrieval_weight!r}")
         self.retrieval_weight = retrieval_weight
         self.reader, self.tokenizer = load_reader(reader)  # first: a missing reader fails fast
         self.reader_length = trained_length(Path(reader) if reader else default_reader())

@@ -23,7 +23,7 @@ import torch
 from minibert import assets
 from minibert.model import BertModel, mean_pool
 from minibert.tokenization import BertTokenizer
-from minibert.utils import set_seed
+from minibert.utils import check_text, set_seed
 
 __all__ = [
     "POOLINGS",
@@ -111,16 +111,26 @@ def _as_encoder(encoder: Encoder | str | Path) -> Encoder:
     return encoder if isinstance(encoder, Encoder) else load_encoder(encoder)
 
 
+def _check_texts(texts: Sequence[str]) -> None:
+    """A list (or tuple) of texts, each with something to read (utils.check_text); else the error
+    names what came (a str alone, an array, a dict, an empty list)."""
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of texts; for one text, encode([text])")
+    if not isinstance(texts, list | tuple):
+        raise TypeError(f"texts must be a list of str, got {type(texts).__name__}")
+    if not texts:
+        raise ValueError("no texts to encode")
+    for i, text in enumerate(texts):
+        check_text(text, f"text {i + 1}")
+
+
 def batches(
     encoder: Encoder, texts: Sequence[str], batch_size: int = 64, max_length: int | None = None
 ) -> Iterator[tuple[list[int], dict[str, torch.Tensor]]]:
     """(indices of the texts, model inputs) batches: every text cut to max_length pieces (the
     encoder's by default), sorted by its number of pieces, longest first, so that a batch pads
     little; each batch's input_ids and attention_mask are (batch, its longest)."""
-    if not texts:
-        raise ValueError("no texts to encode")
-    if isinstance(texts, str):
-        raise TypeError("texts must be a list of texts; for one text, encode([text])")
+    _check_texts(texts)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     encodings = encoder.tokenizer.encode_batch(
@@ -154,6 +164,7 @@ def encode(
     length are batched together, in inference mode. encoder: an Encoder, a folder or a name."""
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    _check_texts(texts)  # before loading the encoder
     encoder = _as_encoder(encoder)
     vectors = torch.empty(len(texts), encoder.model.config.hidden_size)
     with torch.inference_mode():

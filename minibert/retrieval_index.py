@@ -28,7 +28,7 @@ import torch
 
 from minibert.retrieval import Passage, corpus_version, wiki_passages
 from minibert.retrieval_encoders import POOLINGS, Encoder, encode, load_encoder
-from minibert.utils import atomic_write
+from minibert.utils import atomic_write, check_text
 
 __all__ = ["Hit", "PassageIndex", "Searcher", "backends", "index_path", "passage_index", "search"]
 
@@ -181,8 +181,7 @@ class Searcher:
 
     def __call__(self, query: str, top_k: int = 5, backend: str | None = None) -> list[Hit]:
         """The top_k passages for a query, best first."""
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError(f"the query is empty ({query!r}): give a question or a few words")
+        check_text(query, "the query")
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"top_k must be a positive int, got {top_k!r}")
         vector = encode(self.encoder, [query], self.pooling)  # (1, hidden)
@@ -198,4 +197,5 @@ def search(
 ) -> list[Hit]:
     """The top_k paragraphs of the course's Wikipedia for a query, by an encoder (a folder, or
     'minilm' or 'course'), best first; the index is built the first time, then read."""
+    check_text(query, "the query")  # before loading the encoder and its index
     return Searcher(encoder, pooling)(query, top_k)

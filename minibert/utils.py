@@ -128,6 +128,21 @@ def lazy_submodules(package: str, names: Sequence[str]) -> tuple[Callable, Calla
     return submodule, listing
 
 
+def check_text(text: object, what: str = "the text") -> str:
+    """text, when it holds something to read; else a TypeError naming what came (an int, a list,
+    bytes, an array, a dict: not a str) or a ValueError (empty, or only spaces, control and
+    zero-width characters). The one check of every command's and entry point's text."""
+    if not isinstance(text, str):
+        raise TypeError(
+            f"{what} must be a str, got {type(text).__name__}; give the words as text, in quotes"
+        )
+    if not any(c.isprintable() and not c.isspace() for c in text):  # zero-width: not printable
+        raise ValueError(
+            f"{what} is empty (or only spaces and control characters): give some words"
+        )
+    return text
+
+
 def is_plain_name(name: object) -> bool:
     """Whether name is one entry of a folder: no separator, not '', '.' or '..' (so a path made
     from it never leaves the folder)."""

@@ -105,7 +105,7 @@ def test_the_retrieval_score_standardised_adds_to_the_span_score(folders, monkey
         assert r.retrieval_z == pytest.approx(float(z[r.hit.index]))
         assert r.score == pytest.approx(2.0 + 0.5 * r.retrieval_z)
     assert found.hit.rank == 1 and found.score == max(r.score for r in found.read)  # z decides
-    with pytest.raises(ValueError, match="retrieval_weight must be >= 0"):
+    with pytest.raises(ValueError, match="retrieval_weight must be a finite number >= 0"):
         Asker("bm25", reader, passages=PASSAGES, retrieval_weight=-1.0)
 
 

@@ -533,3 +533,64 @@ def test_no_test_asserts_a_wall_time():
         for line in _wall_time_assertions(path.read_text(encoding="utf-8"))
     }
     assert not found, f"tests that assert a wall time (measure it in benchmarks/): {sorted(found)}"
+
+
+BAD_TEXTS = ["", "   ", "\t\n", "\x00\x07", "\u200b\u200c\u2060", " \u200b\x01 "]
+NOT_TEXT = [123, ["who built it?"], b"who built it?", "ndarray", {"who": 1}]
+
+
+def _not_text(value):
+    import numpy as np
+
+    return np.array(["who built it?"]) if value == "ndarray" else value
+
+
+def _entry_points():
+    """Every Python entry point that takes a text, called with text; each must check it first."""
+    from minibert.config import BertConfig
+    from minibert.model import BertForMultipleChoice
+    from minibert.tokenization import BertTokenizer
+
+    model = BertForMultipleChoice(BertConfig(vocab_size=60, hidden_size=8, num_layers=1,
+                                             num_heads=2, intermediate_size=8))  # fmt: skip
+    tok = BertTokenizer.from_pretrained(minibert.assets.course_checkpoint())
+    return {
+        "search": lambda text: minibert.search("no-such-encoder", text),
+        "ask": lambda text: minibert.ask(text, reader="no-such-reader"),
+        "choose (context)": lambda text: minibert.choose(model, tok, text, ["a .", "b ."]),
+        "choose (choice)": lambda text: minibert.choose(model, tok, "it rained .", ["a .", text]),
+        "encode": lambda text: minibert.encode("no-such-encoder", [text]),
+    }
+
+
+def test_every_entry_point_refuses_text_with_nothing_to_read_and_non_text_by_its_type(capsys):
+    """search answered a query of control or zero-width characters (five hits) where ask and
+    choose refused it; mb.search(folder, 123) said "the query is empty (123)"; mb.encode took a
+    dict's keys and failed on an array with numpy's truth-value error."""
+    from minibert import cli
+
+    for call in _entry_points().values():
+        for text in BAD_TEXTS:
+            with pytest.raises(ValueError, match=r"is empty \(or only spaces and control"):
+                call(text)
+        for value in map(_not_text, NOT_TEXT):
+            with pytest.raises(TypeError, match=f"must be a str, got {type(value).__name__}"):
+                call(value)
+    for texts in (_not_text("ndarray"), {"who built it?": 1}, "who built it?"):
+        with pytest.raises(
+            TypeError, match=f"texts must be a list .*{type(texts).__name__}|one text"
+        ):
+            minibert.encode("no-such-encoder", texts)
+    for command in (["search", "no-such-encoder"], ["ask"]):
+        for text in BAD_TEXTS:
+            assert cli.main([*command, text]) == 2
+            err = capsys.readouterr().err
+            assert "is empty (or only spaces and control" in err and err.count("\n") == 1
+
+
+def test_mb_ask_refuses_what_the_command_refuses_and_mb_choose_says_what_a_model_is():
+    for weight in (float("inf"), float("nan"), -1.0):
+        with pytest.raises(ValueError, match="retrieval_weight must be a finite number >= 0"):
+            minibert.ask("who built it?", reader="no-such-reader", retrieval_weight=weight)
+    with pytest.raises(TypeError, match="model must be a multiple-choice model, got NoneType"):
+        minibert.choose(None, None, "it rained .", ["a .", "b ."])

@@ -101,9 +101,12 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the answer, then where it came from and the paragraph; the exit code."""
     from minibert.open_qa import Asker
+    from minibert.utils import check_text
 
-    if not args.question.strip():  # before loading anything: the answer is instant
-        return _error("the question is empty: ask something, in quotes", 2)
+    try:  # before loading anything: the answer is instant
+        check_text(args.question, "the question")
+    except ValueError as exc:
+        return _error(exc, 2)
     try:
         asker = Asker(
             args.retriever,

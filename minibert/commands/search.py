@@ -48,9 +48,12 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print each hit: rank, score, article and paragraph, then the paragraph's start; the exit code."""
     from minibert.retrieval_index import Searcher
+    from minibert.utils import check_text
 
-    if not args.query.strip():  # before loading anything: the answer is instant
-        return _error("the query is empty: give a question or a few words, in quotes", 2)
+    try:  # before loading anything: the answer is instant
+        check_text(args.query, "the query")
+    except ValueError as exc:
+        return _error(exc, 2)
     try:
         hits = Searcher(args.model, args.pooling, quiet=False)(args.query, args.top_k)
     except (FileNotFoundError, NotADirectoryError) as exc:

@@ -49,7 +49,7 @@ from minibert.tasks.registry import Baseline, Selection, Task, register, subset
 from minibert.tasks.shapes import Argument, Command, Shape, register_shape
 from minibert.tokenization import BertTokenizer, pad
 from minibert.training import evaluate
-from minibert.utils import evaluating
+from minibert.utils import check_text, evaluating
 
 __all__ = [
     "MAX_WORDS",
@@ -250,18 +250,21 @@ def choose(
 ) -> list[tuple[str, float]]:
     """Each choice with its probability of following context (a softmax over the choices'
     scores), in the order given: ``choose(model, tok, "it rained .", ["we got wet .", ...])``."""
-    if isinstance(choices, str) or len(choices) < 2:
-        raise ValueError("give at least two choices (a list of str)")
-    for what, text in (
-        ("the context", context),
-        *((f"choice {i + 1}", c) for i, c in enumerate(choices)),
-    ):
-        if not isinstance(text, str):
-            raise TypeError(f"{what} must be a str, got {type(text).__name__}")
-        if not any(c.isprintable() and not c.isspace() for c in text):
-            raise ValueError(
-                f"{what} is empty (or only spaces and control characters): give some words"
-            )
+    if not isinstance(model, torch.nn.Module) or not hasattr(model, "config"):
+        raise TypeError(
+            f"model must be a multiple-choice model, got {type(model).__name__}: load a folder "
+            "fine-tuned on wiki-swag with BertForMultipleChoice.from_pretrained(FOLDER)"
+        )
+    if not callable(tokenizer) or not hasattr(tokenizer, "pad_token_id"):
+        raise TypeError(
+            f"tokenizer must be a tokenizer, got {type(tokenizer).__name__}: load the folder's "
+            "with BertTokenizer.from_pretrained(FOLDER)"
+        )
+    if not isinstance(choices, list | tuple) or len(choices) < 2:
+        raise ValueError(f"give at least two choices (a list of str), got {choices!r:.100}")
+    check_text(context, "the context")
+    for i, choice in enumerate(choices):
+        check_text(choice, f"choice {i + 1}")
     limit = getattr(model.config, "max_position_embeddings", max_length)
     encoded = [
         tokenizer(context, c, max_length=min(max_length, limit), truncation=True) for c in choices
