@@ -27,6 +27,7 @@ shape's command: classify, tag, answer, choose). This file only wires them to su
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 
@@ -65,8 +66,6 @@ def _reported(command: str, call) -> int:
         return _error(command, exc, 2)
     except (TrainingError, OSError) as exc:  # a diverged run; a write that failed (full disk)
         return _error(command, exc, 1)
-    except KeyboardInterrupt:
-        return 130
     if distributed.is_main():  # under torchrun, one report
         print(result.report())
     return 0
@@ -197,9 +196,23 @@ SEVERAL = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``minibert`` console script."""
-    args = build_parser().parse_args(argv)
-    return args.run(args)
+    """Entry point of the ``minibert`` console script. Ctrl-C ends any command with one line and
+    exit code 130 (a shell's code for SIGINT); a reader that closed the pipe (`minibert search ...
+    | head -1`) ends it quietly, with code 0: the reader has what it wanted."""
+    command = "minibert"
+    try:
+        args = build_parser().parse_args(argv)
+        command = f"minibert {args.command}"
+        code = args.run(args)
+        sys.stdout.flush()  # a closed pipe shows here, not as a message at exit
+        return code
+    except KeyboardInterrupt:
+        print(f"{command}: interrupted (Ctrl-C)", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes at exit
+        return 0
 
 
 if __name__ == "__main__":

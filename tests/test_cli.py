@@ -190,3 +190,33 @@ def test_c2_damaged_model_folders_are_one_line(tmp_path):
         done = in_process("fill-mask", str(folder), "the [MASK] of france is paris .")
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
         assert len(done.stderr.strip().splitlines()) == 1 and str(folder / file) in done.stderr
+
+
+def test_ctrl_c_in_any_command_is_one_line_and_exit_130(monkeypatch, capsys):
+    """Ctrl-C while `search` built its index: a 60-line KeyboardInterrupt traceback."""
+    from minibert import retrieval_index
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt  # as Ctrl-C while the paragraphs are encoded
+
+    monkeypatch.setattr(retrieval_index, "Searcher", interrupted)
+    assert cli.main(["search", "minilm", "who built the tower?"]) == 130
+    err = capsys.readouterr().err
+    assert err == "minibert search: interrupted (Ctrl-C)\n"
+
+
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly():
+    """`minibert search ... | head -1`: BrokenPipeError, exit 1. The reader here closes its end
+    before the command writes, as `head -1` does once it has its line."""
+    import os
+
+    read, write = os.pipe()
+    os.close(read)  # nobody reads: the first write fails with EPIPE
+    done = subprocess.run(
+        [sys.executable, "-m", "minibert", "assignment", "list"],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    os.close(write)
+    assert done.returncode == 0 and done.stderr == "", done.stderr

@@ -4,7 +4,6 @@ and models, fetched once with pip's own client and verified by SHA-256 (``minibe
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from minibert import assets
@@ -53,10 +52,8 @@ def run(args: argparse.Namespace) -> int:
             return 1 if bad else 0
         elif args.action == "path":
             print(assets.path(args.name))
-    except BrokenPipeError:  # `minibert assets list | head`: the reader has what it wanted
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout
-        return 0
+    except BrokenPipeError:  # `minibert assets list | head`: cli.main ends quietly
+        raise
     except (ValueError, OSError) as exc:  # ConnectionError and FileNotFoundError are OSErrors
         print(f"error: {exc}", file=sys.stderr)
         return 1
