@@ -31,6 +31,7 @@ from common.measures import measure, nsp_measures, transformers_check
 from minibert import corpora, pretraining, set_seed
 from minibert.model import BertForPreTraining
 from minibert.recipes.outputs import add_to_manifest
+from minibert.recipes.shared import load_corpus
 from minibert.teaching.baselines import mlm_baselines
 from minibert.tokenization import BertTokenizer
 
@@ -113,7 +114,10 @@ def main() -> None:
     trained = measure(model, heldout, tok)
     set_seed(0)
     untrained = measure(BertForPreTraining(model.config), heldout, tok)
-    train_docs = pretraining.tokenize_documents(corpora.wikipedia_articles("train"), tok)
+    # the n-gram table reads the words the checkpoint read (the recipe's corpus)
+    train_docs = pretraining.tokenize_documents(
+        load_corpus(recipe.get("corpus", "wikipedia"))[0], tok
+    )
     baselines = mlm_baselines(items, train_docs, tok)
     n_mask = sum(i == tok.mask_token_id for item in items for i in item["input_ids"])
     n_chosen = sum(lab != -100 for item in items for lab in item["mlm_labels"])

@@ -83,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     from minibert.commands import ask, asset_cache, assignment, course, models, search
     from minibert.commands.flags import add_arguments
     from minibert.recipes import DistillOptions, FinetuneOptions, PretrainOptions
+    from minibert.recipes.pretrain_recipe import RECIPES
 
     parser = argparse.ArgumentParser(prog="minibert", description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"minibert {minibert.__version__}")
@@ -141,6 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         command = sub.add_parser(name, help=help_text, description=help_text, epilog=SEVERAL)
         command.add_argument("--out", required=True, help=out)
+        if name == "pretrain":  # expanded by with_recipe before parsing; listed here for --help
+            command.add_argument(
+                "--recipe",
+                choices=sorted(RECIPES),
+                help="a named recipe's flags, before any you give (yours win): "
+                + "; ".join(f"{k}: {' '.join(v)}" for k, v in RECIPES.items()),
+            )
         add_arguments(command, options)
         command.set_defaults(run=lambda a, name=name: _recipe(name, a))
     _add_sweep(sub)
@@ -195,13 +203,29 @@ SEVERAL = (
 )
 
 
+def with_recipe(argv: list[str]) -> list[str]:
+    """`pretrain --recipe NAME ...` as `pretrain` + the recipe's flags + the user's other flags
+    (argparse keeps the last value of a flag, so the user's win); other commands unchanged."""
+    if not argv or argv[0] != "pretrain":
+        return argv
+    from minibert.recipes.pretrain_recipe import RECIPES
+
+    for i, arg in enumerate(argv):
+        if arg == "--recipe" and i + 1 < len(argv) and argv[i + 1] in RECIPES:
+            return ["pretrain", *RECIPES[argv[i + 1]], *argv[1:i], *argv[i + 2 :]]
+        name = arg.partition("=")[2]
+        if arg.startswith("--recipe=") and name in RECIPES:
+            return ["pretrain", *RECIPES[name], *argv[1:i], *argv[i + 1 :]]
+    return argv  # no recipe, or an unknown one: argparse refuses it with the choices
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``minibert`` console script. Ctrl-C ends any command with one line and
     exit code 130 (a shell's code for SIGINT); a reader that closed the pipe (`minibert search ...
     | head -1`) ends it quietly, with code 0: the reader has what it wanted."""
     command = "minibert"
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(with_recipe(sys.argv[1:] if argv is None else argv))
         command = f"minibert {args.command}"
         code = args.run(args)
         sys.stdout.flush()  # a closed pipe shows here, not as a message at exit

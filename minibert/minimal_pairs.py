@@ -460,22 +460,40 @@ def sentence_scorer(score: Callable[[str], float]) -> Scorer:
 
 
 class WordNgramModel:
-    """A word n-gram language model with add-k smoothing: the minimal pairs' n-gram baseline.
+    """A word n-gram language model: the minimal pairs' n-gram baseline.
 
-    P(w | h) = (count(h, w) + k) / (count(h) + k |V|), h the order - 1 words before w (<s> before
-    the first), V the training words, </s> and <unk> (a word never seen in training is <unk>).
-    A history never seen in training backs off to its longest seen suffix (at worst the empty
-    one: add-k unigrams), so each P(. | h) still sums to one over V. Words as ``words`` splits.
+    Add-k (discount None): P(w | h) = (count(h, w) + k) / (count(h) + k |V|), h the order - 1
+    words before w (<s> before the first), V the training words, </s> and <unk> (a word never seen
+    in training is <unk>). A history never seen in training backs off to its longest seen suffix
+    (at worst the empty one: add-k unigrams), so each P(. | h) still sums to one over V.
+
+    Interpolated absolute discounting (discount d in (0, 1], Ney et al. 1994), the better
+    baseline: P(w | h) = max(count(h, w) - d, 0) / count(h) + d N(h) / count(h) P(w | h'), N(h)
+    the distinct words seen after h and h' the history without its first word; an unseen history
+    is its shorter one's; the add-k unigrams at the end. Under add-k alone a history seen once or
+    twice spreads its few counts over all of V (k |V| pseudo-counts), while a history never seen
+    borrows a frequent shorter one's: a rare grammatical sequence can score below an unseen
+    ungrammatical one. Words as ``words`` splits.
     """
 
     START, END, UNKNOWN = "<s>", "</s>", "<unk>"
 
-    def __init__(self, texts: Iterable[str], order: int = 3, k: float = 0.1):
+    def __init__(
+        self,
+        texts: Iterable[str],
+        order: int = 3,
+        k: float = 0.1,
+        discount: float | None = None,
+    ):
         if isinstance(order, bool) or not isinstance(order, int) or order < 1:
             raise ValueError(f"order must be an int >= 1 (3 for trigrams), got {order!r}")
         if not k > 0:
             raise ValueError(f"k must be > 0 (the add-k smoothing count), got {k!r}")
-        self.order, self.k = order, k
+        if discount is not None and not 0 < discount <= 1:
+            raise ValueError(
+                f"discount must be in (0, 1] (0.75 is usual) or None, got {discount!r}"
+            )
+        self.order, self.k, self.discount = order, k, discount
         self.counts: dict[tuple[str, ...], collections.Counter] = collections.defaultdict(
             collections.Counter
         )  # history -> next word -> count, for histories of 0 to order - 1 words
@@ -499,10 +517,25 @@ class WordNgramModel:
         word = word if word in self.vocabulary else self.UNKNOWN
         h = tuple(w if w in self.vocabulary or w == self.START else self.UNKNOWN for w in history)
         h = h[len(h) - (self.order - 1) :] if self.order > 1 else ()
+        if self.discount is not None:
+            return math.log(self._interpolated(word, h))
         while h and not self.totals.get(h):
             h = h[1:]  # never seen: back off to the shorter history
         count, total = self.counts.get(h, {}).get(word, 0), self.totals.get(h, 0)
         return math.log((count + self.k) / (total + self.k * len(self.vocabulary)))
+
+    def _interpolated(self, word: str, h: tuple[str, ...]) -> float:
+        """P(word | h) by interpolated absolute discounting, down to the add-k unigrams."""
+        total = self.totals.get(h, 0)
+        if not h:
+            count = self.counts.get((), {}).get(word, 0)
+            return (count + self.k) / (total + self.k * len(self.vocabulary))
+        lower = self._interpolated(word, h[1:])
+        if not total:
+            return lower  # a history never seen: its shorter one's distribution
+        seen_after = self.counts[h]
+        kept = max(seen_after.get(word, 0) - self.discount, 0.0) / total
+        return kept + self.discount * len(seen_after) / total * lower
 
     def log_probability(self, text: str) -> float:
         """log P(text) in nats: each word given the order - 1 before it, and </s> at the end."""

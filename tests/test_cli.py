@@ -220,3 +220,30 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_quietly():
     )
     os.close(write)
     assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+def test_pretrain_recipe_expands_to_its_flags_and_the_users_flags_win():
+    from minibert import assets
+    from minibert.cli import build_parser, with_recipe
+
+    args = build_parser().parse_args(
+        with_recipe(["pretrain", "--recipe", "wikipedia", "--out", "x", "--steps", "10"])
+    )
+    assert args.steps == 10 and args.preset == "tiny" and args.neighbour_steps == 3000
+    # the named recipe is the one the course checkpoint was trained with
+    saved = json.loads((assets.course_checkpoint() / "recipe.json").read_text())
+    full = build_parser().parse_args(with_recipe(["pretrain", "--recipe=wikipedia", "--out", "x"]))
+    for key in ("corpus", "preset", "steps", "warmup_steps", "lr", "dropout", "neighbour_steps"):
+        assert getattr(full, key) == saved[key], key
+    assert with_recipe(["finetune", "--recipe", "wikipedia"]) == [
+        "finetune",
+        "--recipe",
+        "wikipedia",
+    ]
+
+
+def test_unknown_pretrain_recipe_is_refused_with_the_names(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["pretrain", "--recipe", "gpt-5", "--out", "x"])
+    assert info.value.code == 2
+    assert "wikipedia" in capsys.readouterr().err

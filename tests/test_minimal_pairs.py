@@ -276,6 +276,23 @@ def test_the_word_ngram_log_probability_is_the_hand_count():
         mp.WordNgramModel([""])
 
 
+def test_the_discounted_ngram_is_the_hand_count_and_sums_to_one():
+    lm = mp.WordNgramModel(["a b", "a c"], order=2, k=1.0, discount=0.5)
+    unigram = {"a": 3 / 11, "b": 2 / 11, "c": 2 / 11, "</s>": 3 / 11, "<unk>": 1 / 11}
+    # after <s>: a twice (one distinct word): (2 - 0.5) / 2 + 0.5 * 1 / 2 * P(a)
+    p_a = 1.5 / 2 + 0.25 * unigram["a"]
+    # after a: b once, c once (two distinct): (1 - 0.5) / 2 + 0.5 * 2 / 2 * P(b)
+    p_b = 0.5 / 2 + 0.5 * unigram["b"]
+    # after b: </s> once: (1 - 0.5) / 1 + 0.5 * 1 / 1 * P(</s>)
+    p_end = 0.5 + 0.5 * unigram["</s>"]
+    assert lm.log_probability("a b") == pytest.approx(math.log(p_a * p_b * p_end))
+    for history in (["<s>"], ["a"], ["b"], ["zebra"]):
+        total = sum(math.exp(lm.log_prob(w, history)) for w in lm.vocabulary)
+        assert total == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="discount"):
+        mp.WordNgramModel(["a"], discount=1.5)
+
+
 # --- accuracy -------------------------------------------------------------------------------------
 
 

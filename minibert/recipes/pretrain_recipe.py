@@ -76,6 +76,16 @@ class PretrainResult:
         return "\n".join([*lines, f"wall time: {self.seconds:.0f} s"])
 
 
+# named recipes: `minibert pretrain --recipe NAME --out DIR` is these flags, then any the user gives
+# (theirs win). "wikipedia": how the course checkpoint trained on the extract's 0.39M words.
+RECIPES: dict[str, tuple[str, ...]] = {
+    "wikipedia": (
+        "--corpus", "wikipedia", "--preset", "tiny", "--steps", "30000", "--warmup-steps", "1000",
+        "--lr", "2e-3", "--dropout", "0", "--neighbour-steps", "3000", "--eval-every", "500",
+        "--checkpoint-every", "500", "--seed", "0",
+    ),
+}  # fmt: skip
+
 MIN_VOCAB, MIN_LEN = 100, 8  # the smallest vocabulary and example length a run accepts
 MAX_VOCAB = 2**20  # the largest vocabulary a run trains (BERT's are 30,522; multilingual 119,547)
 VOCAB_SIZE = 8000  # the vocabulary trained when none is given
