@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from minibert.utils import check_text, evaluating
+from minibert.utils import check_text, check_top_k, evaluating
 
 __all__ = [
     "MAX_ANSWER_PIECES",
@@ -54,8 +54,7 @@ def fill_mask(
 ) -> list[list[tuple[str, float]]]:
     """For each [MASK] in text, the top_k (token, probability) pairs of a masked-LM model."""
     check_text(text)
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise ValueError(f"top_k must be a positive int, got {top_k!r}")
+    check_top_k(top_k)  # its bound, the vocabulary, once the model has answered
     enc = tokenizer(text)
     ids = torch.tensor([enc.input_ids])  # (1, seq)
     positions = [i for i, t in enumerate(enc.input_ids) if t == tokenizer.mask_token_id]
@@ -73,7 +72,7 @@ def fill_mask(
         out = model(input_ids=ids.to(device), attention_mask=torch.ones_like(ids).to(device))
     logits = out.mlm_logits if getattr(out, "mlm_logits", None) is not None else out.logits
     probs = _finite(logits[0, positions].float().softmax(-1))  # (masks, vocab)
-    top = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
+    top = probs.topk(check_top_k(top_k, probs.shape[-1], "tokens in the vocabulary"), dim=-1)
     return [
         [(tokenizer.convert_ids_to_tokens(int(i)), float(p)) for p, i in zip(ps, ids_)]
         for ps, ids_ in zip(top.values, top.indices)

@@ -45,7 +45,7 @@ from minibert.retrieval_encoders import encode
 from minibert.retrieval_index import Hit, Searcher
 from minibert.tasks.qa import trained_length
 from minibert.tokenization import BertTokenizer
-from minibert.utils import check_text
+from minibert.utils import check_text, check_top_k
 
 __all__ = [
     "DEFAULT_TOP_K",
@@ -128,9 +128,9 @@ class Retriever:
     def top(self, question: str, top_k: int = DEFAULT_TOP_K) -> tuple[list[Hit], torch.Tensor]:
         """The top_k passages for a question, best first, and (passages,) every passage's score
         standardised over the corpus for this question (minus the mean, over the deviation)."""
-        _check_top_k(top_k)
+        check_top_k(top_k, len(self.passages), "paragraphs in the corpus")
         scores = self.scores(question).double()
-        best = scores.topk(min(top_k, len(scores)))
+        best = scores.topk(top_k)
         hits = [
             Hit(rank, float(s), int(i), self.passages[int(i)])
             for rank, (s, i) in enumerate(zip(best.values, best.indices), 1)
@@ -144,11 +144,6 @@ class Retriever:
 
 def _check_question(question: str) -> None:
     check_text(question, "the question")
-
-
-def _check_top_k(top_k: int) -> None:
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise ValueError(f"top_k must be a positive int, got {top_k!r}")
 
 
 # --- the reader ---------------------------------------------------------------------------------
@@ -284,7 +279,7 @@ class Reranker:
     def __call__(self, question: str, hits: Sequence[Hit], top_k: int = DEFAULT_TOP_K) -> list[Hit]:
         """The top_k of hits by the classifier's score, ranked again (a tie keeps the first
         stage's order); each hit's score becomes that probability."""
-        _check_top_k(top_k)
+        check_top_k(top_k, len(hits), "paragraphs re-ranked")
         scores = self.scores(question, [hit.text for hit in hits]).tolist()
         order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))[:top_k]
         return [
@@ -330,7 +325,8 @@ class Asker:
         """The best span over the top_k paragraphs by its score: start + end logit, plus
         retrieval_weight x its paragraph's standardised retrieval score; max_length: the reader's
         window (default: its training length), windows overlapping by a quarter."""
-        hits, z = self.retriever.top(question, top_k if self.reranker is None else RERANK_DEPTH)
+        depth = min(RERANK_DEPTH, len(self.retriever.passages))  # a small corpus: all of it
+        hits, z = self.retriever.top(question, top_k if self.reranker is None else depth)
         if self.reranker is not None:
             hits = self.reranker(question, hits, top_k)
         length = max_length or self.reader_length
@@ -361,7 +357,7 @@ def ask(
     top_k of its RERANK_DEPTH re-ranked by a wiki-qnli folder), the reader's best span over them
     (mb.ask; for many questions, build an Asker once)."""
     _check_question(question)
-    _check_top_k(top_k)
+    check_top_k(top_k)  # its bound, the corpus, once it is loaded
     asker = Asker(
         retriever, reader, encoder, weight, rerank=rerank, retrieval_weight=retrieval_weight
     )

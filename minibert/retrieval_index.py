@@ -28,7 +28,7 @@ import torch
 
 from minibert.retrieval import Passage, corpus_version, wiki_passages
 from minibert.retrieval_encoders import POOLINGS, Encoder, encode, load_encoder
-from minibert.utils import atomic_write, check_text
+from minibert.utils import atomic_write, check_text, check_top_k
 
 __all__ = ["Hit", "PassageIndex", "Searcher", "backends", "index_path", "passage_index", "search"]
 
@@ -182,8 +182,7 @@ class Searcher:
     def __call__(self, query: str, top_k: int = 5, backend: str | None = None) -> list[Hit]:
         """The top_k passages for a query, best first."""
         check_text(query, "the query")
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise ValueError(f"top_k must be a positive int, got {top_k!r}")
+        check_top_k(top_k, len(self.passages), "paragraphs searched")
         vector = encode(self.encoder, [query], self.pooling)  # (1, hidden)
         scores, ids = self.index.search(vector, top_k, backend)
         return [

@@ -143,6 +143,16 @@ def check_text(text: object, what: str = "the text") -> str:
     return text
 
 
+def check_top_k(top_k: object, most: int | None = None, of: str = "") -> int:
+    """top_k, when it is an int from 1 to most (how many there are to rank: of names them; None:
+    not known yet); else a ValueError in one line with the bounds. The one check of every k."""
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"top_k must be a positive int, got {top_k!r}")
+    if most is not None and top_k > most:
+        raise ValueError(f"top_k must be at most {most:,} (the {of}), got {top_k:,}")
+    return top_k
+
+
 def is_plain_name(name: object) -> bool:
     """Whether name is one entry of a folder: no separator, not '', '.' or '..' (so a path made
     from it never leaves the folder)."""

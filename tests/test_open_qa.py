@@ -258,3 +258,20 @@ def test_the_end_to_end_benchmark_measured_mb_ask_as_it_ships():
         assert found["f1"] == pytest.approx(ratio * gold)
         assert low <= ratio <= high
         assert found["meets_target"] == (ratio >= 0.6)
+
+
+def test_top_k_is_at_most_the_corpus_said_in_one_line(folders, wiki):
+    """`ask --top-k 1e20` read the whole corpus with no bound or word (still running at 300 s)."""
+    encoder_folder, reader = folders
+    with pytest.raises(
+        ValueError, match=r"top_k must be at most 5 \(the paragraphs in the corpus\)"
+    ):
+        Retriever("bm25", PASSAGES).top(QUESTION, 6)
+    with pytest.raises(ValueError, match="at most 5 .*, got 100,000,000,000,000,000,000"):
+        minibert.ask(QUESTION, retriever="bm25", reader=reader, top_k=10**20)
+    done = cli(
+        "ask", QUESTION, "--retriever", "bm25", "--reader", str(reader), "--top-k", str(10**20)
+    )
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert "top_k must be at most 5 (the paragraphs in the corpus)" in done.stderr
+    assert len(minibert.ask(QUESTION, retriever="bm25", reader=reader, top_k=5).read) == 5

@@ -115,3 +115,13 @@ def test_a_folder_that_is_not_an_encoder_is_one_line(tmp_path):
     done = cli("search", str(tmp_path), "who built the tower?")
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith(f"minibert search: error: cannot search with {tmp_path}")
+
+
+def test_top_k_is_at_most_the_paragraphs_searched_said_in_one_line(folder, monkeypatch):
+    monkeypatch.setattr(retrieval_index, "wiki_passages", lambda: PASSAGES)
+    assert len(minibert.search(folder, "the cat", top_k=5)) == 5
+    with pytest.raises(ValueError, match=r"top_k must be at most 5 \(the paragraphs searched\)"):
+        minibert.search(folder, "the cat", top_k=10**20)
+    done = cli("search", str(folder), "the cat", "--top-k", str(10**20))
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert "top_k must be at most 5 (the paragraphs searched)" in done.stderr
