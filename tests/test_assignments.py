@@ -555,7 +555,7 @@ def test_reference_solution_is_the_skeleton_with_its_bodies_filled_in(name):
         assert any(line == candidate for candidate in remaining), f"{file}: {line!r}"
 
 
-# --- a whole class, each submission in a sandbox: faults, hostile code, honest work (#28, #40) ----
+# --- a whole class, each submission in a sandbox: faults, hostile code, honest work ---------------
 
 ATTENTION = (SOLUTIONS / "attention" / "attention.py").read_text(encoding="utf-8")
 KEEP = "    keep = attention_mask[:, None, None, :].bool()"  # inside padding_mask (part 2)
@@ -601,7 +601,7 @@ def _frames(*messages: dict) -> str:
     )
 
 
-FORGED_EVENTS = (  # the attack of #40's G1 on the old grader: events file at sys.argv[-2]
+FORGED_EVENTS = (  # the attack that once fooled the grader: events file at sys.argv[-2]
     "import json as _json, sys as _sys\n"
     "if len(_sys.argv) > 2 and _sys.argv[-2].endswith('.jsonl'):\n"
     "    with open(_sys.argv[-2], 'a') as _out:\n"
@@ -663,7 +663,7 @@ def hostile(root: Path) -> dict[str, str]:
 
 
 def faulty(root: Path) -> list[Path]:
-    """The faults of #28: exits, a dtype change, a patched grader, a loop, an interrupt, ..."""
+    """The faults a submission can have: exits, a dtype change, a patched grader, a loop, an interrupt, ..."""
     folders = [
         student(root, "a_exit0", "import sys\nsys.exit(0)\n"),
         student(
@@ -806,7 +806,7 @@ def test_a_class_with_every_kind_of_fault_gets_a_row_each(sandboxed_class):
 
 
 @needs_bwrap
-def test_g1_forged_events_score_nothing(sandboxed_class):
+def test_forged_events_score_nothing(sandboxed_class):
     rows = sandboxed_class["rows"]
     assert rows["g1_forged_events"]["total"] == "0"
     assert sandboxed_class["header"][-4:] == ["total", "max", "sandbox", "error"]
@@ -815,14 +815,14 @@ def test_g1_forged_events_score_nothing(sandboxed_class):
 
 
 @needs_bwrap
-def test_g2_unknown_key_is_that_submissions_failure(sandboxed_class):
+def test_unknown_key_is_that_submissions_failure(sandboxed_class):
     row = sandboxed_class["rows"]["g2_unknown_key"]
     assert row["total"] == "0" and "malformed" in row["error"]
     assert all(sandboxed_class["rows"][f"z_reference_{n}"]["total"] == "10" for n in range(3))
 
 
 @needs_bwrap
-def test_g2_sigterm_to_the_parent_ends_nothing_but_its_own_run(sandboxed_class):
+def test_sigterm_to_the_parent_ends_nothing_but_its_own_run(sandboxed_class):
     assert sandboxed_class["code"] == 1  # not 143: the grader was out of its reach
     # its parent is the sandbox's init, which takes no notice
     assert sandboxed_class["rows"]["g2_sigterm_parent"]["total"] == "10"
@@ -830,7 +830,7 @@ def test_g2_sigterm_to_the_parent_ends_nothing_but_its_own_run(sandboxed_class):
 
 
 @needs_bwrap
-def test_g3_classmates_files_are_out_of_reach(sandboxed_class):
+def test_classmates_files_are_out_of_reach(sandboxed_class):
     rows = sandboxed_class["rows"]
     assert sandboxed_class["classmates_changed"] == []
     assert [rows[f"z_reference_{n}"]["total"] for n in range(3)] == ["10"] * 3
@@ -839,14 +839,14 @@ def test_g3_classmates_files_are_out_of_reach(sandboxed_class):
 
 
 @needs_bwrap
-def test_g4_the_installed_package_cannot_be_edited(sandboxed_class):
+def test_the_installed_package_cannot_be_edited(sandboxed_class):
     assert sandboxed_class["changed"] == [] and sandboxed_class["planted"] == []
     assert sandboxed_class["rows"]["g4_edit_package"]["total"] == "10"
     assert [sandboxed_class["rows"][f"z_skeleton_{n}"]["total"] for n in range(2)] == ["0"] * 2
 
 
 @needs_bwrap
-def test_g5_the_reference_is_not_importable(sandboxed_class):
+def test_the_reference_is_not_importable(sandboxed_class):
     for who in ("g5_imports_reference", "g5_reference_by_path"):
         row = sandboxed_class["rows"][who]
         assert row["total"] == "0" and "does not import" in row["error"], row
@@ -854,7 +854,7 @@ def test_g5_the_reference_is_not_importable(sandboxed_class):
 
 
 @needs_bwrap
-def test_d4_the_report_is_written_by_the_grader_alone(sandboxed_class):
+def test_the_report_is_written_by_the_grader_alone(sandboxed_class):
     report = sandboxed_class["report"]
     assert b"\0" not in report
     assert report.count(b"total: ") == sandboxed_class["count"]  # one per row, none forged
@@ -864,7 +864,7 @@ def test_d4_the_report_is_written_by_the_grader_alone(sandboxed_class):
 
 
 @needs_bwrap
-def test_h2_no_process_outlives_grading(sandboxed_class):
+def test_no_process_outlives_grading(sandboxed_class):
     assert sandboxed_class["left"] == []  # setsid children, a fork loop, a busy child: all gone
     assert sandboxed_class["workers_left"] == []
     for who in ("h2_setsid_children", "h2_fork_loop"):
@@ -974,7 +974,7 @@ def test_resident_memory_counts_the_processes_a_run_started():
         child.wait()
 
 
-# --- the channel: a reply is outputs, never a score (#40) ----------------------------------------
+# --- the channel: a reply is outputs, never a score -----------------------------------------------
 
 
 class _Replies:
@@ -1004,7 +1004,7 @@ def _frame(message: dict) -> bytes:
     return worker.HEADER.pack(len(text), 0) + text
 
 
-def test_g1_a_forged_reply_is_an_output_never_a_score():
+def test_a_forged_reply_is_an_output_never_a_score():
     """A reply names a value; a frame claiming points, a part or an extra column is malformed."""
     forged = [
         {"part": {"title": "bonus", "points": 1050, "max_points": 10, "message": "ok"}},
@@ -1023,7 +1023,7 @@ def test_g1_a_forged_reply_is_an_output_never_a_score():
     assert session.call(0, None, (), {}) == (3, "points")  # what the student's code returned
 
 
-def test_g2_malformed_frames_are_the_submissions_failure():
+def test_malformed_frames_are_the_submissions_failure():
     """Damaged text, tensors, tags and nesting: each a Stopped for that run, never a traceback."""
     deep = {"list": [None]}
     for _ in range(100):
@@ -1058,7 +1058,7 @@ def test_without_bwrap_rows_and_report_say_not_sandboxed(tmp_path, monkeypatch, 
     assert "not sandboxed: bwrap was not found" in capsys.readouterr().out
 
 
-def test_c3_a_csv_that_cannot_be_written_is_refused_before_grading(tmp_path, capsys):
+def test_a_csv_that_cannot_be_written_is_refused_before_grading(tmp_path, capsys):
     folder = student(tmp_path, "hw")
     (tmp_path / "afile").write_text("x", encoding="utf-8")
     for place, says in ((tmp_path, "is a folder"), (tmp_path / "afile" / "g.csv", "not a writable folder")):  # fmt: skip
@@ -1069,7 +1069,7 @@ def test_c3_a_csv_that_cannot_be_written_is_refused_before_grading(tmp_path, cap
     assert not (tmp_path / "afile").is_dir()
 
 
-def test_u5_a_memory_limit_counts_beyond_torch_and_too_small_ones_are_refused(tmp_path, capsys):
+def test_a_memory_limit_counts_beyond_torch_and_too_small_ones_are_refused(tmp_path, capsys):
     folder = student(tmp_path, "hw")
     assert cli.main(["assignment", "grade", str(folder), "--memory-mb", "300"]) == 2
     out, err = capsys.readouterr()
@@ -1081,7 +1081,7 @@ def test_u5_a_memory_limit_counts_beyond_torch_and_too_small_ones_are_refused(tm
     assert result.points == 10, [p.message for p in result.parts]  # the reference, in full
 
 
-def test_g5_a_lent_reference_piece_answers_only_during_its_part():
+def test_a_lent_reference_piece_answers_only_during_its_part():
     """minibert's attention, lent to the encoder layer, runs in the grader, for that part only."""
     import torch
 
@@ -1095,7 +1095,7 @@ def test_g5_a_lent_reference_piece_answers_only_during_its_part():
         transport._ask("helper-0", (torch.ones(2),), {})
 
 
-def test_g5_the_worker_that_runs_submissions_imports_no_minibert():
+def test_the_worker_that_runs_submissions_imports_no_minibert():
     """The sandbox holds the worker's file and not minibert: it must stand alone."""
     import ast
 
@@ -1135,7 +1135,7 @@ def test_make_builds_only_the_graders_objects_for_a_check():
         module.make("Popen", ["ls"])  # nothing else can be built
 
 
-# --- #52: the sandbox holds as root and wherever Python lives; the class is the teacher's -------
+# --- the sandbox holds as root and wherever Python lives; the class is the teacher's --------------
 
 ATTACK = """
 import os, subprocess, sys
@@ -1182,7 +1182,7 @@ def _said(result: assignments.Grade) -> dict:
 
 
 @needs_bwrap
-def test_s1_s2_s3_a_submission_cannot_remount_mount_or_fill_memory_and_disk(tmp_path):
+def test_a_submission_cannot_remount_mount_or_fill_memory_and_disk(tmp_path):
     """As root (the README's set-up) bwrap kept every capability: a submission remounted the
     environment and /usr writable and wrote there; filled /dev/shm past --memory-mb and the host's
     /tmp without limit. Now it runs as nobody with no capability, its writable places are
@@ -1203,7 +1203,7 @@ def test_s1_s2_s3_a_submission_cannot_remount_mount_or_fill_memory_and_disk(tmp_
 
 
 @needs_bwrap
-def test_s4_an_environment_under_tmp_is_sandboxed(tmp_path_factory):
+def test_an_environment_under_tmp_is_sandboxed(tmp_path_factory):
     """A virtual environment under /tmp (a CI clone there): the sandbox's own /tmp hid it, so the
     probe failed, advised installing bubblewrap, and grading went on unsandboxed."""
     import sysconfig
@@ -1233,7 +1233,7 @@ def test_s4_an_environment_under_tmp_is_sandboxed(tmp_path_factory):
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_s4_the_sandboxs_tmp_comes_before_the_binds_it_would_hide():
+def test_the_sandboxs_tmp_comes_before_the_binds_it_would_hide():
     args = runner._sandbox("bwrap", "t")
     tmp = args.index("/tmp", args.index("--tmpfs"))
     binds = [i for i, a in enumerate(args) if a in ("--ro-bind", "--bind")]
@@ -1241,7 +1241,7 @@ def test_s4_the_sandboxs_tmp_comes_before_the_binds_it_would_hide():
     assert args[-4:] == ["--remount-ro", "/dev", "--remount-ro", "/"]
 
 
-def test_s4_a_sandbox_problem_says_the_true_reason(monkeypatch):
+def test_a_sandbox_problem_says_the_true_reason(monkeypatch):
     """bwrap installed but Python failing inside it was told to install bubblewrap."""
     monkeypatch.setattr(runner, "_probed", {})
     monkeypatch.setattr(runner.shutil, "which", lambda name: "/usr/bin/bwrap")
@@ -1252,7 +1252,7 @@ def test_s4_a_sandbox_problem_says_the_true_reason(monkeypatch):
     assert "install bubblewrap" not in problem
 
 
-def test_s5_time_in_a_lent_helper_counts_against_the_submission(tmp_path, monkeypatch):
+def test_time_in_a_lent_helper_counts_against_the_submission(tmp_path, monkeypatch):
     """The encoder layer's part lends minibert's attention; the grader's time in it was not
     counted, so a layer calling it in a loop kept the grader busy long past --seconds."""
     from minibert.teaching.assignments import checks
@@ -1285,7 +1285,7 @@ def test_s5_time_in_a_lent_helper_counts_against_the_submission(tmp_path, monkey
     assert len(served) <= 2 / 0.25 + 1  # before: ~8 calls a second until the worker's 2 s
 
 
-def test_s5_a_lent_helper_refuses_inputs_larger_than_a_check_needs():
+def test_a_lent_helper_refuses_inputs_larger_than_a_check_needs():
     import torch
 
     from minibert.teaching.assignments import checks
@@ -1296,7 +1296,7 @@ def test_s5_a_lent_helper_refuses_inputs_larger_than_a_check_needs():
         helper(torch.ones(1, 512, 256))
 
 
-def test_s6_a_class_is_graded_as_the_assignment_the_teacher_names(tmp_path, capsys):
+def test_a_class_is_graded_as_the_assignment_the_teacher_names(tmp_path, capsys):
     """An encoder folder whose marker names attention, holding attention's reference solution,
     was graded as attention (10/10) in the class's CSV."""
     honest = submission(tmp_path / "alice", "encoder")
@@ -1318,14 +1318,14 @@ def test_s6_a_class_is_graded_as_the_assignment_the_teacher_names(tmp_path, caps
     assert [(r["assignment"], r["total"]) for r in rows] == [("encoder", "10"), ("encoder", "0")]
 
 
-def test_s6_an_unknown_name_is_a_bad_argument(tmp_path, capsys):
+def test_an_unknown_name_is_a_bad_argument(tmp_path, capsys):
     folder = submission(tmp_path, "attention")
     assert cli.main(["assignment", "grade", str(folder), "--name", "nosuch"]) == 2
     out, err = capsys.readouterr()
     assert "unknown assignment 'nosuch'" in err and "total:" not in out
 
 
-def test_d4_the_csv_never_replaces_a_file_the_grader_did_not_write(tmp_path, capsys):
+def test_the_csv_never_replaces_a_file_the_grader_did_not_write(tmp_path, capsys):
     """`--csv S/attention.py` replaced the student's code with the table."""
     folder = submission(tmp_path, "attention")
     code = folder / "attention.py"
@@ -1342,7 +1342,7 @@ def test_d4_the_csv_never_replaces_a_file_the_grader_did_not_write(tmp_path, cap
     assert len(list(csv.DictReader(table.open(encoding="utf-8")))) == 1
 
 
-def test_52_ctrl_c_during_grading_is_one_line_and_leaves_the_csv_whole(tmp_path):
+def test_ctrl_c_during_grading_is_one_line_and_leaves_the_csv_whole(tmp_path):
     """Ctrl-C during `assignment grade`: a KeyboardInterrupt traceback."""
     import signal
 
@@ -1365,7 +1365,7 @@ def test_52_ctrl_c_during_grading_is_one_line_and_leaves_the_csv_whole(tmp_path)
     assert table.read_bytes() == before
 
 
-def test_52_assignment_new_into_a_place_it_cannot_write_is_one_line(tmp_path, capsys):
+def test_assignment_new_into_a_place_it_cannot_write_is_one_line(tmp_path, capsys):
     """`assignment new` into a read-only place: OSError [Errno 30]; to a dangling link: [Errno 17]."""
     (tmp_path / "afile").write_text("x")
     (tmp_path / "link").symlink_to(tmp_path / "nowhere")

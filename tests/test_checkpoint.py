@@ -213,7 +213,7 @@ def test_sharded_safetensors(tmp_path):
         assert torch.equal(p, q)
 
 
-# --- errors ------------------------------------------------------------------------------------
+# --- errors ---------------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -334,10 +334,10 @@ def test_an_interrupted_save_leaves_the_old_checkpoint_intact(saved, monkeypatch
     BertForPreTraining.from_pretrained(saved)  # still loads
 
 
-# --- damaged folders (issue #40): one clear error naming the file ----------------------------------
+# --- damaged folders: one clear error naming the file -------------------------------------------
 
 
-def test_c2_modules_json_pointing_at_its_own_folder_is_refused(tmp_path):
+def test_modules_json_pointing_at_its_own_folder_is_refused(tmp_path):
     for path in ("", ".", "../" + tmp_path.name):
         modules = [{"idx": 0, "name": "0", "path": path, "type": checkpoint.ST_TRANSFORMER}]
         (tmp_path / "modules.json").write_text(json.dumps(modules))
@@ -356,7 +356,7 @@ def test_c2_modules_json_pointing_at_its_own_folder_is_refused(tmp_path):
 @pytest.mark.parametrize(
     "text", ['[{"type": "sentence_transformers.models.Transformer", "path": ', '{"a": 1}', "[5]"]
 )
-def test_u3_damaged_modules_json_names_the_file(tmp_path, text):
+def test_damaged_modules_json_names_the_file(tmp_path, text):
     (tmp_path / "modules.json").write_text(text)
     with pytest.raises(
         ValueError, match=r"modules\.json (is not valid JSON|must hold a list)"
@@ -376,7 +376,7 @@ def test_u3_damaged_modules_json_names_the_file(tmp_path, text):
         ({"weight_map": {"x": "gone.safetensors"}}, "names the shard gone.safetensors"),
     ],
 )
-def test_c2_damaged_index_file_names_the_file(saved, index, message):
+def test_damaged_index_file_names_the_file(saved, index, message):
     (saved / "model.safetensors").unlink()
     for name in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
         for other in saved.glob("*.index.json"):
@@ -403,7 +403,7 @@ def test_sharded_pytorch_model_bin_loads(saved):
 
 
 @pytest.mark.parametrize("field", ["intermediate_size", "vocab_size", "num_hidden_layers"])
-def test_c2_a_config_too_big_for_memory_is_refused_before_any_tensor(saved, monkeypatch, field):
+def test_a_config_too_big_for_memory_is_refused_before_any_tensor(saved, monkeypatch, field):
     config = json.loads((saved / "config.json").read_text()) | {field: 1_000_000_000}
     (saved / "config.json").write_text(json.dumps(config))
 

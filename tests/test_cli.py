@@ -147,7 +147,7 @@ def test_a_vocabulary_that_does_not_match_the_weights_is_refused(tmp_path, capsy
     assert "cannot load the model" in capsys.readouterr().err
 
 
-def test_c1_truncated_training_state_is_one_line(pretrained, tmp_path):
+def test_truncated_training_state_is_one_line(pretrained, tmp_path):
     _, args, _ = pretrained
     out = tmp_path / "run"
     args = [*args[: args.index("--out") + 1], str(out), *args[args.index("--out") + 2 :]]
@@ -161,7 +161,7 @@ def test_c1_truncated_training_state_is_one_line(pretrained, tmp_path):
     assert f"{state} is damaged" in done.stderr and "--overwrite" in done.stderr
 
 
-def test_u3_seed_beyond_the_generators_is_one_line(tmp_path):
+def test_seed_beyond_the_generators_is_one_line(tmp_path):
     done = in_process(
         "pretrain", "--steps", "2", "--out", str(tmp_path / "x"), "--seed", str(10**20)
     )
@@ -170,7 +170,7 @@ def test_u3_seed_beyond_the_generators_is_one_line(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-def test_c2_damaged_model_folders_are_one_line(tmp_path):
+def test_damaged_model_folders_are_one_line(tmp_path):
     from minibert import assets
 
     looping = tmp_path / "looping"

@@ -173,7 +173,7 @@ def test_choose_refuses_a_folder_that_cannot_choose_with_one_line_and_exit_2(
         _one_line(capsys, 2, says, cli.main(["choose", folder, *context]))
 
 
-# --- #52: one line, exit code 2, for every bad input ----------------------------------------
+# --- one line, exit code 2, for every bad input ---------------------------------------------------
 
 
 def _one_line(capsys, code: int, says: str, got: int) -> None:
@@ -181,7 +181,7 @@ def _one_line(capsys, code: int, says: str, got: int) -> None:
     assert got == code and says in err and len(err.strip().splitlines()) == 1, (got, err)
 
 
-def test_52_answer_reads_a_long_pasted_paragraph_as_text(folders, tmp_path, capsys):
+def test_answer_reads_a_long_pasted_paragraph_as_text(folders, tmp_path, capsys):
     """A paragraph over 255 bytes as --context was tried as a path: OSError File name too long."""
     folder = str(folders["wiki-qa"])
     paragraph = " ".join([CONTEXT] * 12)  # 588 characters
@@ -194,7 +194,7 @@ def test_52_answer_reads_a_long_pasted_paragraph_as_text(folders, tmp_path, caps
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\x00\x01", "\t\n"])
-def test_52_empty_or_control_only_text_is_refused_by_every_command(folders, capsys, text):
+def test_empty_or_control_only_text_is_refused_by_every_command(folders, capsys, text):
     """classify "" answered "rotten 0.590" while tag and answer refused empty text."""
     rt, qnli = str(folders["rotten-tomatoes"]), str(folders["wiki-qnli"])
     caps, qa = str(folders["capitalisation"]), str(folders["wiki-qa"])
@@ -211,7 +211,7 @@ def test_52_empty_or_control_only_text_is_refused_by_every_command(folders, caps
         _one_line(capsys, 2, "is empty (or only spaces and control characters)", cli.main(command))
 
 
-def test_52_a_pair_task_without_results_json_is_known_by_its_labels(folders, tmp_path, capsys):
+def test_a_pair_task_without_results_json_is_known_by_its_labels(folders, tmp_path, capsys):
     """A wiki-qnli folder without results.json classified its two texts separately."""
     import shutil
 
@@ -222,7 +222,7 @@ def test_52_a_pair_task_without_results_json_is_known_by_its_labels(folders, tmp
     assert capsys.readouterr().out.rstrip().endswith("who built it ? | eiffel built it .")
 
 
-def test_52_a_model_that_outputs_nan_is_refused(folders, tmp_path, capsys):
+def test_a_model_that_outputs_nan_is_refused(folders, tmp_path, capsys):
     """A model with NaN weights printed "rotten nan", exit 0."""
     import torch
 
@@ -237,7 +237,7 @@ def test_52_a_model_that_outputs_nan_is_refused(folders, tmp_path, capsys):
     _one_line(capsys, 2, "outputs are not numbers (NaN or inf)", got)
 
 
-def test_52_tag_takes_the_models_positions_and_cuts_only_when_asked(folders, capsys):
+def test_tag_takes_the_models_positions_and_cuts_only_when_asked(folders, capsys):
     """130 words: "truncate them (truncation=True)", an option tag does not have, at 512."""
     folder = str(folders["capitalisation"])
     text = " ".join(["the tower is in paris ."] * 30)  # 180 words, more than 128 positions
@@ -247,7 +247,7 @@ def test_52_tag_takes_the_models_positions_and_cuts_only_when_asked(folders, cap
     assert 100 < len(capsys.readouterr().out.splitlines()) < 180  # its first words only
 
 
-def test_52_a_results_json_whose_task_is_not_a_name_is_one_line(folders, tmp_path, capsys):
+def test_a_results_json_whose_task_is_not_a_name_is_one_line(folders, tmp_path, capsys):
     import shutil
 
     copy = tmp_path / "rt"

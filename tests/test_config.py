@@ -122,7 +122,7 @@ def test_missing_config_json_says_where(tmp_path):
     "id2label",
     [{"a": "neg", "b": "pos"}, {"0": "neg", "2": "pos"}, {"0": "neg", "00": "pos"}, ["neg", "pos"]],
 )
-def test_u3_id2label_keys_that_are_not_the_label_ids_name_the_file(tmp_path, id2label):
+def test_id2label_keys_that_are_not_the_label_ids_name_the_file(tmp_path, id2label):
     config = BertConfig.preset("tiny").to_hf_config() | {"id2label": id2label}
     (tmp_path / "config.json").write_text(json.dumps(config))
     with pytest.raises(ValueError, match=r"id2label must map each label id 0, 1, \.\.\. to") as e:
@@ -132,7 +132,7 @@ def test_u3_id2label_keys_that_are_not_the_label_ids_name_the_file(tmp_path, id2
     assert BertConfig.from_hf_config(unordered).label_names == ("neg", "pos")
 
 
-def test_c2_sizes_beyond_the_machines_memory_are_refused_naming_the_field():
+def test_sizes_beyond_the_machines_memory_are_refused_naming_the_field():
     with pytest.raises(ValueError, match=r"intermediate_size=1,000,000,000 makes a model of"):
         BertConfig.preset("tiny", intermediate_size=10**9)
     with pytest.raises(ValueError, match=r"num_layers=100,000,000 makes a model of"):

@@ -163,7 +163,7 @@ def test_train_names_the_options_when_one_is_misspelt(tiny_model=None):
 
 
 @pytest.mark.parametrize("command", sorted(RECIPES))
-def test_u3_seed_beyond_what_the_generators_take_is_refused_by_the_flag(command, capsys):
+def test_seed_beyond_what_the_generators_take_is_refused_by_the_flag(command, capsys):
     required = ["--out", "x", *(["--steps", "5"] if command == "pretrain" else [])]
     with pytest.raises(SystemExit) as exit_:
         _subparser(command).parse_args([*required, "--seed", str(10**20)])

@@ -1,6 +1,7 @@
 """minibert.recipes.outputs: one writer per folder, a manifest, atomic replacement, no leftovers.
 
-The tests are named after the cases of the QA list of issue #40 (D1-D3, S1, S3, U1-U3).
+Each test names the case it checks: overwriting, an interrupted replacement, the lock, abandoned
+runs, refusals that leave nothing behind.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def test_a_model_lists_its_own_files_in_its_manifest(tmp_path, corpus):
     assert not (out / RUN_FOLDER).exists() and not (out / LOCK).exists()
 
 
-def test_d1_overwrite_never_deletes_a_file_no_run_wrote(tmp_path, corpus):
+def test_overwrite_never_deletes_a_file_no_run_wrote(tmp_path, corpus):
     notes = tmp_path / "notes"  # a folder holding no model, only the user's files
     notes.mkdir()
     for name in ("README.md", "curves.png", "card.json", "history.json"):
@@ -78,7 +79,7 @@ def test_d1_overwrite_never_deletes_a_file_no_run_wrote(tmp_path, corpus):
     assert (model / "README.md").read_text() == "my notes on this model\n"
 
 
-def test_d1_overwrite_replaces_the_files_its_manifest_lists(tmp_path, corpus):
+def test_overwrite_replaces_the_files_its_manifest_lists(tmp_path, corpus):
     out = pretrain(tmp_path / "m", corpus).folder
     (out / "card.json").write_text("{}\n", encoding="utf-8")  # written beside it by a card script
     outputs.add_to_manifest(out, ["card.json"])
@@ -90,7 +91,7 @@ def test_d1_overwrite_replaces_the_files_its_manifest_lists(tmp_path, corpus):
     )
 
 
-def test_d2_an_interrupted_replacement_is_completed_on_the_next_start(tmp_path, monkeypatch):
+def test_an_interrupted_replacement_is_completed_on_the_next_start(tmp_path, monkeypatch):
     out = finetune(tmp_path / "rt").folder
     (out / "card.json").write_text("{}\n", encoding="utf-8")
     outputs.add_to_manifest(out, ["card.json"])
@@ -122,7 +123,7 @@ def test_d2_an_interrupted_replacement_is_completed_on_the_next_start(tmp_path, 
     )
 
 
-def test_d2_a_failure_before_the_moves_leaves_the_old_model_whole(tmp_path, monkeypatch):
+def test_a_failure_before_the_moves_leaves_the_old_model_whole(tmp_path, monkeypatch):
     out = finetune(tmp_path / "rt").folder
     before = {p.name: p.read_bytes() for p in out.iterdir()}
 
@@ -135,7 +136,7 @@ def test_d2_a_failure_before_the_moves_leaves_the_old_model_whole(tmp_path, monk
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # and no .run left
 
 
-def test_d3_a_second_run_into_a_locked_folder_is_refused_naming_the_first(tmp_path):
+def test_a_second_run_into_a_locked_folder_is_refused_naming_the_first(tmp_path):
     out = tmp_path / "rt"
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from minibert.recipes.outputs import "
@@ -156,7 +157,7 @@ def test_d3_a_second_run_into_a_locked_folder_is_refused_naming_the_first(tmp_pa
     assert (result.folder / "model.safetensors").is_file() and not (out / LOCK).exists()
 
 
-def test_d3_the_lock_is_held_for_the_whole_run(tmp_path, monkeypatch):
+def test_the_lock_is_held_for_the_whole_run(tmp_path, monkeypatch):
     out = tmp_path / "rt"
     seen = []
 
@@ -172,7 +173,7 @@ def test_d3_the_lock_is_held_for_the_whole_run(tmp_path, monkeypatch):
     assert seen == [True]
 
 
-def test_s1_an_abandoned_run_is_never_read(tmp_path, corpus):
+def test_an_abandoned_run_is_never_read(tmp_path, corpus):
     out = tmp_path / "m"
     (out / RUN_FOLDER).mkdir(parents=True)  # an abandoned run with an 8,000-piece vocabulary
     pieces = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *(f"w{i}" for i in range(8000))]
@@ -183,7 +184,7 @@ def test_s1_an_abandoned_run_is_never_read(tmp_path, corpus):
     assert json.loads((out / "config.json").read_text())["vocab_size"] == len(vocab)
 
 
-def test_s3_vocab_with_vocab_size_is_refused(tmp_path):
+def test_vocab_with_vocab_size_is_refused(tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n", encoding="utf-8")
     with pytest.raises(ValueError, match="vocab and vocab_size conflict"):
@@ -203,7 +204,7 @@ def test_s3_vocab_with_vocab_size_is_refused(tmp_path):
         ({"batch_size": 7}, {"WORLD_SIZE": "2"}, "multiple of the 2 processes"),
     ],
 )
-def test_u1_a_refusal_leaves_nothing_behind(tmp_path, corpus, monkeypatch, changes, env, message):
+def test_a_refusal_leaves_nothing_behind(tmp_path, corpus, monkeypatch, changes, env, message):
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     out = tmp_path / "runs" / "m"
@@ -215,7 +216,7 @@ def test_u1_a_refusal_leaves_nothing_behind(tmp_path, corpus, monkeypatch, chang
     assert pretrain(out, corpus).folder == out  # a plain re-run is not blocked
 
 
-def test_u1_a_run_failed_before_its_first_checkpoint_leaves_no_run(tmp_path, corpus, monkeypatch):
+def test_a_run_failed_before_its_first_checkpoint_leaves_no_run(tmp_path, corpus, monkeypatch):
     existing = tmp_path / "m"
     existing.mkdir()
 
@@ -228,7 +229,7 @@ def test_u1_a_run_failed_before_its_first_checkpoint_leaves_no_run(tmp_path, cor
     assert existing.is_dir() and not any(existing.iterdir())  # its own folder stays, empty
 
 
-def test_u2_a_link_to_nothing_is_refused_before_any_work(tmp_path, corpus, monkeypatch):
+def test_a_link_to_nothing_is_refused_before_any_work(tmp_path, corpus, monkeypatch):
     link = tmp_path / "out"
     link.symlink_to(tmp_path / "missing")
 
@@ -251,7 +252,7 @@ def test_u2_a_link_to_nothing_is_refused_before_any_work(tmp_path, corpus, monke
     assert (tmp_path / "real" / "model.safetensors").is_file()
 
 
-def test_u3_a_damaged_recipe_is_one_line_naming_the_file(tmp_path, corpus):
+def test_a_damaged_recipe_is_one_line_naming_the_file(tmp_path, corpus):
     out = tmp_path / "m"
     paused = pretrain(out, corpus, steps=4, stop_after=2, checkpoint_every=2)
     assert paused.paused
@@ -265,11 +266,11 @@ def test_u3_a_damaged_recipe_is_one_line_naming_the_file(tmp_path, corpus):
     assert not (tmp_path / "x").exists()
 
 
-# --- #52: paths read from a manifest or a move record never reach outside the folder ----------
+# --- paths read from a manifest or a move record never reach outside the folder -------------------
 
 
 @pytest.mark.parametrize("entry", ["../victim", "ABSOLUTE", "sub/../../victim", ".."])
-def test_d1_overwrite_refuses_a_manifest_naming_a_path_outside_its_folder(tmp_path, entry):
+def test_overwrite_refuses_a_manifest_naming_a_path_outside_its_folder(tmp_path, entry):
     """A manifest entry "../../victim" (or an absolute path), then --overwrite: rmtree'd it."""
     victim = tmp_path / "victim"
     victim.mkdir()
@@ -288,7 +289,7 @@ def test_d1_overwrite_refuses_a_manifest_naming_a_path_outside_its_folder(tmp_pa
 
 
 @pytest.mark.parametrize("remove", ["OUTSIDE", "../victim", "notes.txt"])
-def test_d2_a_move_record_naming_files_that_are_not_ours_is_refused(tmp_path, remove):
+def test_a_move_record_naming_files_that_are_not_ours_is_refused(tmp_path, remove):
     """A folder holding only .run/replace.json with {"remove": [a folder outside]}: a plain run
     into it deleted the folder before any check. A name inside that no run wrote is refused too."""
     victim = tmp_path / "victim"
@@ -304,7 +305,7 @@ def test_d2_a_move_record_naming_files_that_are_not_ours_is_refused(tmp_path, re
     assert victim.is_dir() and (out / "notes.txt").read_text() == "the user's notes\n"
 
 
-def test_d2_a_run_folder_that_is_a_link_is_refused(tmp_path):
+def test_a_run_folder_that_is_a_link_is_refused(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     (elsewhere / "keep").mkdir(parents=True)
     out = tmp_path / "out"
@@ -316,14 +317,14 @@ def test_d2_a_run_folder_that_is_a_link_is_refused(tmp_path):
     assert (elsewhere / "keep").is_dir()
 
 
-def test_52_an_output_path_under_a_file_says_it_is_a_file(tmp_path):
+def test_an_output_path_under_a_file_says_it_is_a_file(tmp_path):
     """`--out afile/sub` said "afile is not writable" when it is a file."""
     (tmp_path / "afile").write_text("x")
     with pytest.raises(ValueError, match="afile is a file, so .*sub cannot be made there"):
         OutputFolder(tmp_path / "afile" / "sub")
 
 
-def test_52_resume_while_another_run_holds_the_folder_names_the_holder(tmp_path):
+def test_resume_while_another_run_holds_the_folder_names_the_holder(tmp_path):
     """`--resume` while a run (before its first checkpoint) held the folder said "holds no
     interrupted run" instead of naming the holder."""
     out = tmp_path / "busy"

@@ -1,4 +1,4 @@
-"""The README is the front door (#54): short, in a fixed order, and every fact in it true.
+"""The README is the front door: short, in a fixed order, and every fact in it true.
 
 Its limits; the course map against minibert.teaching.lessons; each headline result against the
 results page's section it links to (and so against the JSON the section is made from); the package
@@ -36,7 +36,7 @@ def _section(title: str) -> list[str]:
     return LINES[start + 1 : end]
 
 
-def test_the_readme_is_short_and_in_the_issues_order():
+def test_the_readme_is_short_and_its_sections_in_a_fixed_order():
     assert len(LINES) <= 160, f"README.md has {len(LINES)} lines (at most 160)"
     headings = [line for line in LINES if line.startswith("## ")]
     assert headings == [

@@ -24,7 +24,7 @@ def site(tmp_path_factory):
     out = tmp_path_factory.mktemp("beside") / "site"
     seconds = site_build.build(out, sources=tmp_path_factory.mktemp("sources"))
     print(f"the site took {seconds:.0f} s to build")  # printed, never asserted: machines differ
-    # nothing left beside the output folder (a jupyter_execute/ stayed in the repository, #54)
+    # nothing left beside the output folder (a jupyter_execute/ once stayed in the repository)
     assert [p.name for p in out.parent.iterdir()] == ["site"]
     return out
 
@@ -103,7 +103,7 @@ def test_the_check_finds_what_is_broken(site, tmp_path):
     assert "teaching.html links to a missing anchor api.html#nowhere" in problems
 
 
-# --- damaged notebooks and rebuilds (issue #40) ----------------------------------------------------
+# --- damaged notebooks and rebuilds ---------------------------------------------------------------
 
 
 def _notebooks_with(tmp_path, name, text):
@@ -137,7 +137,7 @@ DAMAGED = {
 
 
 @pytest.mark.parametrize("case", sorted(DAMAGED))
-def test_c4_a_damaged_notebook_is_one_line_naming_it(tmp_path, case):
+def test_a_damaged_notebook_is_one_line_naming_it(tmp_path, case):
     text, cause = DAMAGED[case]
     notebooks = _notebooks_with(tmp_path, "09_damaged.ipynb", text())
     out = tmp_path / "site"
@@ -162,7 +162,7 @@ def _site_like(folder, pages, manifest=True):
         (folder / site_build.MANIFEST).write_text(json.dumps({"files": pages}))
 
 
-def test_c4_a_rebuild_leaves_no_stale_page_and_keeps_what_is_not_the_sites(tmp_path):
+def test_a_rebuild_leaves_no_stale_page_and_keeps_what_is_not_the_sites(tmp_path):
     out = tmp_path / "site"
     out.mkdir()
     _site_like(out, ["index.html", "notebooks/99_removed_lesson.html", "_static/old.css"])
@@ -183,7 +183,7 @@ def test_c4_a_rebuild_leaves_no_stale_page_and_keeps_what_is_not_the_sites(tmp_p
     assert not (out / "notebooks").exists()
 
 
-def test_c4_a_folder_holding_other_things_is_refused_before_building(tmp_path):
+def test_a_folder_holding_other_things_is_refused_before_building(tmp_path):
     out = tmp_path / "mine"
     out.mkdir()
     (out / "thesis.tex").write_text("my thesis")

@@ -146,7 +146,7 @@ def test_rise_is_in_the_course_set_up():
 @pytest.mark.parametrize(
     "files", [["../victim4/keep.txt"], ["/etc/hostname.html"], 5, ["notes.md"], "BAD JSON"]
 )
-def test_d3_a_slides_manifest_naming_other_files_is_refused_before_anything_goes(tmp_path, files):
+def test_a_slides_manifest_naming_other_files_is_refused_before_anything_goes(tmp_path, files):
     """`.minibert-slides.json` listing ../victim4/keep.txt, then `course slides OUT`: deleted it;
     `files` of 5 was a TypeError."""
     victim = tmp_path / "victim4"
@@ -162,7 +162,7 @@ def test_d3_a_slides_manifest_naming_other_files_is_refused_before_anything_goes
     assert (victim / "keep.txt").is_file() and (out / "notes.md").is_file()
 
 
-def test_52_mark_reads_every_notebook_before_changing_one(tmp_path):
+def test_mark_reads_every_notebook_before_changing_one(tmp_path):
     """--mark with a damaged notebook: JSONDecodeError, after earlier notebooks were rewritten."""
     import shutil
 

@@ -322,10 +322,10 @@ def test_the_prose_quotes_the_stub_the_student_edition_writes():
     assert quoted >= 2  # 02's and 03's exercise sections
 
 
-# --- #52: one line, before any work, for a place that cannot be written or a damaged cell ------
+# --- one line, before any work, for a place that cannot be written or a damaged cell --------------
 
 
-def test_52_a_place_that_cannot_be_written_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
+def test_a_place_that_cannot_be_written_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
     """Into a read-only place: OSError [Errno 30] after 16 s of work; a dangling link as OUT:
     [Errno 17] File exists."""
     from minibert import utils
@@ -345,7 +345,7 @@ def test_52_a_place_that_cannot_be_written_is_refused_in_one_line(tmp_path, caps
     assert code == 1 and "is not writable" in err and not (tmp_path / "ro").exists()
 
 
-def test_52_a_cell_whose_source_is_not_text_is_named(tmp_path):
+def test_a_cell_whose_source_is_not_text_is_named(tmp_path):
     """A cell whose source is an int: AttributeError."""
     folder = tmp_path / "nbs"
     folder.mkdir()

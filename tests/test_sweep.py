@@ -102,7 +102,7 @@ def test_the_sweep_command_refuses_lr_and_a_one_rate_grid():
 
 
 def test_the_sweeps_help_offers_no_lr_and_says_the_sweep_chooses_it():
-    """--lr is finetune's; the sweep's --help listed it with finetune's text (#55)."""
+    """--lr is finetune's; the sweep's --help listed it with finetune's text."""
     from minibert.cli import build_parser
 
     commands = build_parser()._subparsers._group_actions[0].choices
@@ -113,12 +113,12 @@ def test_the_sweeps_help_offers_no_lr_and_says_the_sweep_chooses_it():
     assert "--lrs LR [LR ...]" in words and "the sweep chooses the rate among them" in words
 
 
-# --- #52: a sweep resumes, every rate is checked first, and sweep.json is replaced only if ours ---
+# --- a sweep resumes, every rate is checked first, and sweep.json is replaced only if ours --------
 
 SMALL = dict(model="course", train_examples=64, steps=4, evaluations=2, progress=False, widen=0)
 
 
-def test_w1_an_interrupted_sweep_resumes_reusing_the_finished_rates(tmp_path, monkeypatch):
+def test_an_interrupted_sweep_resumes_reusing_the_finished_rates(tmp_path, monkeypatch):
     """After Ctrl-C, `sweep --resume` finished the current rate, then failed on the next one
     ("lr-0.003 does not exist"); a second --resume failed on the finished rate."""
     from minibert.recipes import sweep_recipe
@@ -152,7 +152,7 @@ def test_w1_an_interrupted_sweep_resumes_reusing_the_finished_rates(tmp_path, mo
 
 
 @pytest.mark.parametrize("bad", ["nan", "inf"])
-def test_w2_every_rate_is_checked_before_any_training(tmp_path, bad):
+def test_every_rate_is_checked_before_any_training(tmp_path, bad):
     """`--lrs 1e-3 nan` trained lr-0.001 fully, then exited 2 and left lr-0.001/ behind."""
     done = cli(
         "sweep", "--out", str(tmp_path / "s"), "--lrs", "1e-3", bad, "--train-examples", "64"
@@ -161,7 +161,7 @@ def test_w2_every_rate_is_checked_before_any_training(tmp_path, bad):
     assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "s").exists()
 
 
-def test_d5_a_sweep_json_the_user_wrote_is_never_replaced(tmp_path):
+def test_a_sweep_json_the_user_wrote_is_never_replaced(tmp_path):
     """`sweep --out F` where F held the user's own sweep.json replaced it, non-atomically."""
     folder = tmp_path / "s"
     folder.mkdir()
@@ -177,7 +177,7 @@ def test_d5_a_sweep_json_the_user_wrote_is_never_replaced(tmp_path):
     assert json.loads((folder / "sweep.json").read_text())["trials"][0]["lr"] == 1e-3
 
 
-def test_52_a_negative_rate_is_refused_with_the_grids_message(tmp_path):
+def test_a_negative_rate_is_refused_with_the_grids_message(tmp_path):
     """`--lrs -1e-3 1e-3` said "expected at least one argument"."""
     done = cli("sweep", "--out", str(tmp_path / "s"), "--lrs", "-1e-3", "1e-3")
     assert done.returncode == 2 and "at least two different positive rates" in done.stderr

@@ -397,10 +397,10 @@ def test_bf16_autocast_trains_close_to_float32(data):
         train(tiny_model(), train_data, steps=1, batch_size=8, precision="fp16")
 
 
-# --- damaged inputs and huge options (issue #40) --------------------------------------------------
+# --- damaged inputs and huge options --------------------------------------------------------------
 
 
-def test_h1_accumulation_streams_micro_batches(data):
+def test_accumulation_streams_micro_batches(data):
     """grad_accum_steps=10,000 of batch 1: the first forward comes after one collate, not 10,000
     (each micro-batch is built just before its forward; the labels are counted from the examples)."""
     train_data, _ = data
@@ -425,7 +425,7 @@ def test_h1_accumulation_streams_micro_batches(data):
     assert calls["at_first_forward"] == 1
 
 
-def test_h1_a_collate_that_changes_the_label_count_is_refused(data):
+def test_a_collate_that_changes_the_label_count_is_refused(data):
     # the step's label count is taken from the examples: a collate_fn that drops labels would
     # weight them wrongly, so the loop says so instead of training on
     train_data, _ = data
@@ -463,7 +463,7 @@ def _damage(path, how):
     ["truncated", "empty", "bit-flipped", "another format", "a torch file of something else",
      "a torch file of a list"],
 )  # fmt: skip
-def test_c1_damaged_training_state_is_one_clear_line(data, tmp_path, how):
+def test_damaged_training_state_is_one_clear_line(data, tmp_path, how):
     run(data, out_dir=tmp_path, steps=8, stop_after=4)
     state = tmp_path / STATE_FILE
     _damage(state, how)
@@ -475,7 +475,7 @@ def test_c1_damaged_training_state_is_one_clear_line(data, tmp_path, how):
     assert "start again without resume" in message
 
 
-def test_c1_a_training_state_of_another_model_is_one_clear_line(data, tmp_path):
+def test_a_training_state_of_another_model_is_one_clear_line(data, tmp_path):
     run(data, out_dir=tmp_path, steps=8, stop_after=4)
     train_data, _ = data
     bigger = BertForPreTraining(make_tiny_config(vocab_size=VOCAB, hidden_size=64, num_heads=2))
@@ -486,7 +486,7 @@ def test_c1_a_training_state_of_another_model_is_one_clear_line(data, tmp_path):
 
 
 @pytest.mark.parametrize("seed", [-1, 2**32, 10**20, 1.5, True])
-def test_u3_seed_out_of_range_is_refused_by_the_options(seed):
+def test_seed_out_of_range_is_refused_by_the_options(seed):
     with pytest.raises(ValueError, match=r"seed must be an int in \[0, 2\*\*32 - 1\]"):
         TrainOptions(steps=1, seed=seed)
     TrainOptions(steps=1, seed=2**32 - 1)  # the largest seed every generator accepts

@@ -57,7 +57,7 @@ def test_word_in_context_refuses_bad_input(tokenizer):
         word_in_context(model, tokenizer, {"river": SENSES["river"]}, "bank")
 
 
-def test_u4_fill_mask_on_a_text_longer_than_the_model_says_what_to_do(capsys):
+def test_fill_mask_on_a_text_longer_than_the_model_says_what_to_do(capsys):
     from minibert import assets, cli
     from minibert.inference import fill_mask
     from minibert.model import BertForMaskedLM

@@ -120,15 +120,15 @@ def test_train_wordpiece_errors_and_early_stop():
     assert "z" not in limited and "a" in limited
 
 
-def test_w3_a_vocabulary_larger_than_the_texts_can_give_stops_at_what_they_give():
-    """#52 W3: the trainer's tables are sized for the tokens the texts can give, not those asked
+def test_a_vocabulary_larger_than_the_texts_can_give_stops_at_what_they_give():
+    """The trainer's tables are sized for the tokens the texts can give, not those asked
     (its progress bar estimated 1,400 hours for 100,000,000)."""
     texts = ["the cat sat on the mat", "the dog sat on the log"]
     vocab = train_wordpiece(texts, vocab_size=100_000_000, progress=False)
     assert vocab == train_wordpiece(texts, vocab_size=32, progress=False)  # 32: every word whole
 
 
-def test_w3_the_command_refuses_a_vocabulary_beyond_the_largest_in_one_line(tmp_path):
+def test_the_command_refuses_a_vocabulary_beyond_the_largest_in_one_line(tmp_path):
     from conftest import cli
 
     done = cli("pretrain", "--out", str(tmp_path / "m"), "--vocab-size", "100000000")
