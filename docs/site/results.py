@@ -420,6 +420,27 @@ def pretraining_recipes(data: dict) -> Section:
     )
 
 
+def english_corpus(data: dict) -> Section:
+    steps = list(data["steps"])
+    rows = [
+        [name]
+        + [f"{data['steps'][step][name]['words']:,}" for step in steps]
+        + [f"{data[part]['words'][name]:,}" for part in ("train", "heldout")]
+        for name in data["sources"]
+    ]
+    total = sum(data["train"]["words"].values())
+    return Section(
+        "The pretraining corpus",
+        f"Words per source of `minibert.english_corpus` after each cleaning step (exact duplicate "
+        f"paragraphs, text sharing a {data['ngram']}-word sequence with a held-out article or a "
+        f"review snippet, near duplicates across sources), then the training text "
+        f"({total:,} words in {data['train']['documents']:,} documents) and each source's "
+        "held-out slice. The card in data/english_corpus.md says the same.",
+        "python benchmarks/english_corpus_card.py",
+        table(["source", *steps, "training", "held out"], rows),
+    )
+
+
 def pretraining_scale(data: dict) -> Section:
     rows = []
     for fraction, run in sorted(data["runs"].items(), key=lambda kv: float(kv[0])):
@@ -831,6 +852,7 @@ SECTIONS: dict[str, Callable[[dict], Section]] = {
     "attention_speed.json": attention_speed,
     "pretraining_recipes.json": pretraining_recipes,
     "pretraining_scale.json": pretraining_scale,
+    "english_corpus.json": english_corpus,
     "nsp_continuation.json": nsp_continuation,
     "nsp_continuation_6000.json": nsp_continuation_6000,
     "nsp_continuation_weighted.json": nsp_continuation_weighted,
