@@ -33,6 +33,7 @@ from minibert.utils import atomic_write, check_text, check_top_k
 __all__ = ["Hit", "PassageIndex", "Searcher", "backends", "index_path", "passage_index", "search"]
 
 INDEX_KIND = "wiki-search"
+UNIT_TOLERANCE = 1e-3  # how far from 1 a saved vector's length may be (float32 rounding: ~1e-7)
 
 
 def backends() -> tuple[str, ...]:
@@ -81,6 +82,18 @@ class PassageIndex:
         scores, ids = self._faiss.search(unit.contiguous().numpy(), top_k)
         return torch.from_numpy(scores), torch.from_numpy(ids).long()
 
+    def problem(self, passages: int, hidden: int) -> str | None:
+        """Why these vectors cannot be the index of passages paragraphs by an encoder of hidden
+        width (the shape, a NaN or inf, a row not of length 1: a damaged file), or None."""
+        vectors = self.vectors
+        if tuple(vectors.shape) != (passages, hidden):
+            return f"its vectors are {tuple(vectors.shape)}, not ({passages:,} passages, {hidden})"
+        if vectors.dtype != torch.float32 or not torch.isfinite(vectors).all():
+            return "some of its vectors are not float32 numbers (NaN, inf or another type)"
+        if not torch.allclose(vectors.norm(dim=1), torch.ones(passages), atol=UNIT_TOLERANCE):
+            return "some of its vectors are not of length 1 (all zeros, or scaled)"
+        return None
+
     def save(self, path: str | Path) -> Path:
         """Write the vectors and what made them to a safetensors file, atomically."""
         from safetensors.torch import save_file
@@ -126,12 +139,9 @@ def passage_index(
     version, fingerprint = corpus_version(passages), encoder.fingerprint()
     path = index_path(encoder.folder, pooling) if encoder.folder is not None else None
     if path is not None and path.is_file():
-        try:
-            kept = PassageIndex.load(path)
-            if (kept.corpus, kept.encoder, kept.pooling) == (version, fingerprint, pooling):
-                return kept
-        except (OSError, ValueError):
-            pass  # unreadable: built again below
+        shape = (len(passages), encoder.model.config.hidden_size)
+        if (kept := _kept(path, (version, fingerprint, pooling), shape)) is not None:
+            return kept
     if not quiet:
         print(
             f"building the index of {len(passages):,} passages with {encoder.name} "
@@ -144,6 +154,23 @@ def passage_index(
         with contextlib.suppress(OSError):  # a read-only folder: the index stays in memory
             index.save(path)
     return index
+
+
+def _kept(path: Path, made_by: tuple[str, str, str], shape: tuple[int, int]) -> PassageIndex | None:
+    """The index kept at path, when made_by (corpus version, encoder fingerprint, pooling) made it
+    and its vectors pass the one check on load (PassageIndex.problem); else None, to build it
+    again: silently when stale, with one line naming the file when damaged."""
+    try:
+        kept = PassageIndex.load(path)
+    except (OSError, ValueError) as exc:
+        damage = str(exc)
+    else:
+        if (kept.corpus, kept.encoder, kept.pooling) != made_by:
+            return None  # another corpus or encoder: stale, not damaged
+        if (damage := kept.problem(*shape)) is None:
+            return kept
+    print(f"the index {path} is damaged ({damage}): building it again", file=sys.stderr)
+    return None
 
 
 @dataclass(frozen=True)

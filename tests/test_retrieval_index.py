@@ -125,3 +125,35 @@ def test_top_k_is_at_most_the_paragraphs_searched_said_in_one_line(folder, monke
     done = cli("search", str(folder), "the cat", "--top-k", str(10**20))
     assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
     assert "top_k must be at most 5 (the paragraphs searched)" in done.stderr
+
+
+def test_a_damaged_index_is_built_again_with_one_line_naming_the_file(folder, capsys):
+    """NaN rows, zero rows, 100 rows of 7,396, an extra row, the wrong width, behind intact
+    headers: each was searched (nan scores, every score 0, a fraction of the corpus, an
+    IndexError) or failed on every run without naming the hidden file."""
+    from safetensors.torch import save_file
+
+    encoder = load_encoder(folder)
+    good = passage_index(encoder, "mean", PASSAGES)
+    path = index_path(folder, "mean")
+    meta = {"corpus": good.corpus, "encoder": good.encoder, "pooling": "mean"}
+    nan = good.vectors.clone()
+    nan[2] = float("nan")
+    damaged = {
+        "NaN": nan,
+        "zeros": torch.zeros(5, 32),
+        "too few rows": good.vectors[:3].clone(),
+        "an extra row": torch.cat([good.vectors, good.vectors[:1]]),
+        "the wrong width": torch.nn.functional.normalize(torch.randn(5, 16), dim=-1),
+    }
+    capsys.readouterr()
+    for what, vectors in damaged.items():
+        save_file({"vectors": vectors.contiguous()}, str(path), meta)
+        again = passage_index(load_encoder(folder), "mean", PASSAGES)
+        torch.testing.assert_close(again.vectors, good.vectors, atol=1e-6, rtol=0)
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"the index {path} is damaged" in err, (what, err)
+        assert "building it again" in err
+        assert PassageIndex.load(path).problem(5, 32) is None, what  # the file is mended
+    assert passage_index(load_encoder(folder), "mean", PASSAGES) is not None
+    assert capsys.readouterr().err == ""  # a sound index is read, silently
