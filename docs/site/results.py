@@ -441,6 +441,33 @@ def english_corpus(data: dict) -> Section:
     )
 
 
+def minimal_pairs(data: dict) -> Section:
+    models = data["models"]
+    phenomena = list(next(iter(models.values()))["accuracy"])
+    header = ["phenomenon", *models]
+    rows = [
+        [name] + [f"{pct(m['accuracy'][name][0])} [{pct(m['accuracy'][name][1])}, "
+                  f"{pct(m['accuracy'][name][2])}]" for m in models.values()]
+        for name in phenomena
+    ]  # fmt: skip
+    gaps = [
+        [name, other, f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]"]
+        for name, m in models.items()
+        for other, (d, lo, hi) in m.get("minus", {}).items()
+    ]
+    return Section(
+        "Grammatical minimal pairs",
+        f"{data['pairs']:,} pairs of sentences, one grammatical, one not, differing in one word "
+        "(nine BLiMP phenomena, 200 each, `minibert.minimal_pairs`, built from words every model "
+        "here has read): a model is right when it scores the grammatical one strictly higher "
+        "(BERTs by pseudo-log-likelihood, the word trigrams by log-probability). Accuracy with "
+        "its 95% bootstrap interval over the pairs; then each BERT minus each other scorer, "
+        "paired over the same pairs.",
+        "python benchmarks/minimal_pairs.py --model NAME=FOLDER",
+        table(header, rows) + "\n\n" + table(["model", "minus", "difference [95% interval]"], gaps),
+    )
+
+
 def pretraining_scale(data: dict) -> Section:
     rows = []
     for fraction, run in sorted(data["runs"].items(), key=lambda kv: float(kv[0])):
@@ -853,6 +880,7 @@ SECTIONS: dict[str, Callable[[dict], Section]] = {
     "pretraining_recipes.json": pretraining_recipes,
     "pretraining_scale.json": pretraining_scale,
     "english_corpus.json": english_corpus,
+    "minimal_pairs.json": minimal_pairs,
     "nsp_continuation.json": nsp_continuation,
     "nsp_continuation_6000.json": nsp_continuation_6000,
     "nsp_continuation_weighted.json": nsp_continuation_weighted,
