@@ -17,8 +17,10 @@ two give the same passages.
 from __future__ import annotations
 
 import contextlib
+import glob
 import importlib.util
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +35,7 @@ from minibert.utils import atomic_write, check_text, check_top_k
 __all__ = ["Hit", "PassageIndex", "Searcher", "backends", "index_path", "passage_index", "search"]
 
 INDEX_KIND = "wiki-search"
+PARTIAL_SECONDS = 60  # a save's temporary file older than this was left by a killed process
 UNIT_TOLERANCE = 1e-3  # how far from 1 a saved vector's length may be (float32 rounding: ~1e-7)
 
 
@@ -142,18 +145,36 @@ def passage_index(
         shape = (len(passages), encoder.model.config.hidden_size)
         if (kept := _kept(path, (version, fingerprint, pooling), shape)) is not None:
             return kept
+    if path is not None:
+        _remove_stale_partials(path)
     if not quiet:
         print(
             f"building the index of {len(passages):,} passages with {encoder.name} "
-            f"({pooling} pooling), once{f'; kept in {path}' if path else ''}",
+            f"({pooling} pooling)",
             file=sys.stderr,
         )
     vectors = encode(encoder, [p.text for p in passages], pooling)
     index = PassageIndex.of(vectors, version, fingerprint, pooling)
     if path is not None:
-        with contextlib.suppress(OSError):  # a read-only folder: the index stays in memory
+        try:
             index.save(path)
+            kept = f"kept in {path}: later searches read it"
+        except OSError as exc:  # a read-only folder: the index stays in memory, this run only
+            kept = f"not kept ({exc}): it is built again on every run; copy the folder somewhere writable"
+        if not quiet:
+            print(kept, file=sys.stderr)
     return index
+
+
+def _remove_stale_partials(path: Path) -> None:
+    """Delete what a hard-killed save of the index at path left beside it (atomic_write's hidden
+    `.NAME.*.partial`), when older than PARTIAL_SECONDS: a younger one may be another process's
+    build, being written now."""
+    now = time.time()
+    for partial in path.parent.glob(f".{glob.escape(path.name)}.*.partial"):
+        with contextlib.suppress(OSError):  # gone already, or a read-only folder
+            if now - partial.stat().st_mtime > PARTIAL_SECONDS:
+                partial.unlink()
 
 
 def _kept(path: Path, made_by: tuple[str, str, str], shape: tuple[int, int]) -> PassageIndex | None:

@@ -1,6 +1,8 @@
 """The passage index: saved beside its folder, reloaded, rebuilt when stale; faiss and torch find the
 same passages; search and `minibert search` on a small fixture, and bad input in one line."""
 
+from pathlib import Path
+
 import pytest
 import torch
 from conftest import cli
@@ -157,3 +159,39 @@ def test_a_damaged_index_is_built_again_with_one_line_naming_the_file(folder, ca
         assert PassageIndex.load(path).problem(5, 32) is None, what  # the file is mended
     assert passage_index(load_encoder(folder), "mean", PASSAGES) is not None
     assert capsys.readouterr().err == ""  # a sound index is read, silently
+
+
+def test_a_partial_index_left_by_a_kill_is_removed_by_the_next_run_and_ignored_by_git(folder):
+    """kill -9 while the index was written left `.NAME.XXXX.partial` beside the folder for good,
+    and `git status` showed it."""
+    import os
+    import subprocess
+    import time
+
+    path = index_path(folder, "mean")
+    old = path.parent / f".{path.name}.k9x2.partial"
+    old.write_bytes(b"half an index")
+    hour_ago = time.time() - 3600
+    os.utime(old, (hour_ago, hour_ago))
+    young = path.parent / f".{path.name}.live.partial"  # another process's build, being written
+    young.write_bytes(b"being written")
+    passage_index(load_encoder(folder), "mean", PASSAGES)
+    assert not old.exists() and young.exists()
+    root = Path(__file__).resolve().parent.parent
+    ignored = root / "data" / f".{path.name}.k9x2.partial"
+    done = subprocess.run(["git", "check-ignore", "-q", str(ignored)], cwd=root)
+    assert done.returncode == 0  # ignored
+
+
+def test_a_read_only_folder_never_claims_the_index_is_kept(folder, monkeypatch, capsys):
+    """In a read-only folder `search` said the index was "kept" where nothing was kept, and
+    built it again (45-55 s) on every run without a word."""
+
+    def read_only(self, path):
+        raise OSError(f"cannot write {path}: PermissionError: [Errno 13] Permission denied")
+
+    monkeypatch.setattr(PassageIndex, "save", read_only)
+    passage_index(load_encoder(folder), "mean", PASSAGES, quiet=False)
+    err = capsys.readouterr().err
+    assert "kept in" not in err and "not kept" in err and "built again on every run" in err
+    assert not index_path(folder, "mean").exists()
