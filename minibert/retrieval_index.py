@@ -141,12 +141,12 @@ def passage_index(
     passages = wiki_passages() if passages is None else passages
     version, fingerprint = corpus_version(passages), encoder.fingerprint()
     path = index_path(encoder.folder, pooling) if encoder.folder is not None else None
+    if path is not None:
+        _remove_stale_partials(path)  # a hard-killed save's, on every run
     if path is not None and path.is_file():
         shape = (len(passages), encoder.model.config.hidden_size)
         if (kept := _kept(path, (version, fingerprint, pooling), shape)) is not None:
             return kept
-    if path is not None:
-        _remove_stale_partials(path)
     if not quiet:
         print(
             f"building the index of {len(passages):,} passages with {encoder.name} "

@@ -175,8 +175,12 @@ def test_a_partial_index_left_by_a_kill_is_removed_by_the_next_run_and_ignored_b
     os.utime(old, (hour_ago, hour_ago))
     young = path.parent / f".{path.name}.live.partial"  # another process's build, being written
     young.write_bytes(b"being written")
-    passage_index(load_encoder(folder), "mean", PASSAGES)
+    passage_index(load_encoder(folder), "mean", PASSAGES)  # built, then read on the next run
     assert not old.exists() and young.exists()
+    old.write_bytes(b"half an index")
+    os.utime(old, (hour_ago, hour_ago))
+    passage_index(load_encoder(folder), "mean", PASSAGES)  # read: its leftovers cleaned too
+    assert not old.exists()
     root = Path(__file__).resolve().parent.parent
     ignored = root / "data" / f".{path.name}.k9x2.partial"
     done = subprocess.run(["git", "check-ignore", "-q", str(ignored)], cwd=root)
