@@ -143,6 +143,7 @@ def test_source_that_does_not_match_writes_nothing(monkeypatch, tmp_path):
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
 
 
+@pytest.mark.slow
 def test_offline_fetch_gives_one_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("MINIBERT_DATA", str(tmp_path))
     monkeypatch.setattr(assets, "_installed_root", lambda asset: None)
@@ -161,6 +162,7 @@ def test_offline_fetch_gives_one_clear_error(monkeypatch, tmp_path):
     assert code == 1
 
 
+@pytest.mark.slow
 def test_command_line_list_and_path():
     done = subprocess.run(
         [sys.executable, "-m", "minibert", "assets", "list"], capture_output=True, text=True

@@ -780,6 +780,7 @@ def sandboxed_class(sandbox_here, tmp_path_factory):
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_a_class_with_every_kind_of_fault_gets_a_row_each(sandboxed_class):
     rows = sandboxed_class["rows"]
     total = {who: row["total"] for who, row in rows.items()}
@@ -806,6 +807,7 @@ def test_a_class_with_every_kind_of_fault_gets_a_row_each(sandboxed_class):
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_forged_events_score_nothing(sandboxed_class):
     rows = sandboxed_class["rows"]
     assert rows["g1_forged_events"]["total"] == "0"
@@ -815,6 +817,7 @@ def test_forged_events_score_nothing(sandboxed_class):
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_unknown_key_is_that_submissions_failure(sandboxed_class):
     row = sandboxed_class["rows"]["g2_unknown_key"]
     assert row["total"] == "0" and "malformed" in row["error"]
@@ -822,6 +825,7 @@ def test_unknown_key_is_that_submissions_failure(sandboxed_class):
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_sigterm_to_the_parent_ends_nothing_but_its_own_run(sandboxed_class):
     assert sandboxed_class["code"] == 1  # not 143: the grader was out of its reach
     # its parent is the sandbox's init, which takes no notice
@@ -830,6 +834,7 @@ def test_sigterm_to_the_parent_ends_nothing_but_its_own_run(sandboxed_class):
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_classmates_files_are_out_of_reach(sandboxed_class):
     rows = sandboxed_class["rows"]
     assert sandboxed_class["classmates_changed"] == []
@@ -839,6 +844,7 @@ def test_classmates_files_are_out_of_reach(sandboxed_class):
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_the_installed_package_cannot_be_edited(sandboxed_class):
     assert sandboxed_class["changed"] == [] and sandboxed_class["planted"] == []
     assert sandboxed_class["rows"]["g4_edit_package"]["total"] == "10"
@@ -846,6 +852,7 @@ def test_the_installed_package_cannot_be_edited(sandboxed_class):
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_the_reference_is_not_importable(sandboxed_class):
     for who in ("g5_imports_reference", "g5_reference_by_path"):
         row = sandboxed_class["rows"][who]
@@ -854,6 +861,7 @@ def test_the_reference_is_not_importable(sandboxed_class):
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_the_report_is_written_by_the_grader_alone(sandboxed_class):
     report = sandboxed_class["report"]
     assert b"\0" not in report
@@ -864,6 +872,7 @@ def test_the_report_is_written_by_the_grader_alone(sandboxed_class):
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_no_process_outlives_grading(sandboxed_class):
     assert sandboxed_class["left"] == []  # setsid children, a fork loop, a busy child: all gone
     assert sandboxed_class["workers_left"] == []
@@ -872,6 +881,7 @@ def test_no_process_outlives_grading(sandboxed_class):
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the hostile code forks; /proc finds processes")
+@pytest.mark.slow
 def test_without_bubblewrap_the_class_is_graded_and_every_row_says_not_sandboxed(tmp_path):
     """bwrap hidden (a PATH without it): the class that is safe to run without a sandbox."""
     root = tmp_path / "class"
@@ -959,6 +969,7 @@ def test_address_space_is_not_memory(tmp_path):
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="resident memory is read from /proc")
+@pytest.mark.slow
 def test_resident_memory_counts_the_processes_a_run_started():
     from minibert.teaching.assignments import runner
 
@@ -1116,6 +1127,7 @@ def test_a_sandbox_that_cannot_start_torch_is_not_used(monkeypatch):
     assert "and torch do not start in its sandbox" in problem and "install" not in problem
 
 
+@pytest.mark.slow
 def test_make_builds_only_the_graders_objects_for_a_check():
     """A check hands the student's loop a model and a measure built in the worker (worker.MADE)."""
     import torch
@@ -1203,6 +1215,7 @@ def test_a_submission_cannot_remount_mount_or_fill_memory_and_disk(tmp_path):
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_an_environment_under_tmp_is_sandboxed(tmp_path_factory):
     """A virtual environment under /tmp (a CI clone there): the sandbox's own /tmp hid it, so the
     probe failed, advised installing bubblewrap, and grading went on unsandboxed."""
@@ -1342,6 +1355,7 @@ def test_the_csv_never_replaces_a_file_the_grader_did_not_write(tmp_path, capsys
     assert len(list(csv.DictReader(table.open(encoding="utf-8")))) == 1
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_grading_is_one_line_and_leaves_the_csv_whole(tmp_path):
     """Ctrl-C during `assignment grade`: a KeyboardInterrupt traceback."""
     import signal

@@ -76,6 +76,7 @@ def test_no_script_patches_the_package(path):
     assert not set_in, f"{path.name} sets {set_in}"
 
 
+@pytest.mark.slow
 def test_the_scale_curve_pretrains_through_the_cli_on_a_written_articles_file(
     tmp_path, monkeypatch
 ):

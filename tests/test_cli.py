@@ -52,6 +52,7 @@ def pretrained(tmp_path_factory):
     return out, args, done.stdout
 
 
+@pytest.mark.slow
 def test_pretrain_writes_a_loadable_model_and_reports_metrics(pretrained):
     out, _, stdout = pretrained
     names = {p.name for p in out.iterdir()}
@@ -66,6 +67,7 @@ def test_pretrain_writes_a_loadable_model_and_reports_metrics(pretrained):
     assert config["hidden_dropout_prob"] == config["attention_probs_dropout_prob"] == 0.1
 
 
+@pytest.mark.slow
 def test_guided_pretraining_saves_a_standard_bert(pretrained):
     import transformers
 
@@ -76,6 +78,7 @@ def test_guided_pretraining_saves_a_standard_bert(pretrained):
     assert not info["missing_keys"] and not info["unexpected_keys"]
 
 
+@pytest.mark.slow
 def test_stop_after_pauses_and_resume_finishes(pretrained, tmp_path):
     _, args, _ = pretrained
     args = [
@@ -95,6 +98,7 @@ def test_stop_after_pauses_and_resume_finishes(pretrained, tmp_path):
     assert bad.returncode == 2 and "stop_after" in bad.stderr
 
 
+@pytest.mark.slow
 def test_a_finished_run_is_neither_resumed_nor_overwritten(pretrained):
     out, args, _ = pretrained
     before = {p.name: p.read_bytes() for p in out.iterdir()}
@@ -106,6 +110,7 @@ def test_a_finished_run_is_neither_resumed_nor_overwritten(pretrained):
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
+@pytest.mark.slow
 def test_fill_mask_prints_top_k(pretrained):
     out, _, _ = pretrained
     done = in_process("fill-mask", str(out), "the [MASK] of france is paris .", "--top-k", "3")
@@ -147,6 +152,7 @@ def test_a_vocabulary_that_does_not_match_the_weights_is_refused(tmp_path, capsy
     assert "cannot load the model" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_truncated_training_state_is_one_line(pretrained, tmp_path):
     _, args, _ = pretrained
     out = tmp_path / "run"
@@ -205,6 +211,7 @@ def test_ctrl_c_in_any_command_is_one_line_and_exit_130(monkeypatch, capsys):
     assert err == "minibert search: interrupted (Ctrl-C)\n"
 
 
+@pytest.mark.slow
 def test_a_reader_that_closes_the_pipe_ends_the_command_quietly():
     """`minibert search ... | head -1`: BrokenPipeError, exit 1. The reader here closes its end
     before the command writes, as `head -1` does once it has its line."""
@@ -222,6 +229,7 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_quietly():
     assert done.returncode == 0 and done.stderr == "", done.stderr
 
 
+@pytest.mark.slow
 def test_pretrain_recipe_expands_to_its_flags_and_the_users_flags_win():
     from minibert import assets
     from minibert.cli import build_parser, with_recipe

@@ -70,6 +70,7 @@ TEST_SCORES = {  # what `minibert finetune` reports of test, by the task's own n
 
 
 @pytest.mark.parametrize("name", sorted(tasks.TASKS))
+@pytest.mark.slow
 def test_every_tasks_report_gives_its_test_scores_by_their_names(runs, name):
     lines = runs[name].report().splitlines()
     test = next(line for line in lines if line.startswith("test ("))
@@ -78,6 +79,7 @@ def test_every_tasks_report_gives_its_test_scores_by_their_names(runs, name):
     assert lines[-2].startswith("saved the fine-tuned model")
 
 
+@pytest.mark.slow
 def test_finetune_on_the_span_task_prints_squads_scores(tmp_path, capsys):
     assert cli.main(["finetune", "--model", "course", "--task", "wiki-qa", "--out",
                      str(tmp_path / "qa"), "--train-examples", "16", "--steps", "1",
@@ -87,6 +89,7 @@ def test_finetune_on_the_span_task_prints_squads_scores(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("name", sorted(tasks.TASKS))
+@pytest.mark.slow
 def test_every_tasks_folder_is_answered_by_the_command_of_its_shape(
     folders, name, capsys, monkeypatch
 ):
@@ -121,12 +124,14 @@ def test_every_tasks_folder_is_answered_by_the_command_of_its_shape(
         assert f"task {name}" in err
 
 
+@pytest.mark.slow
 def test_a_pair_tasks_folder_takes_text_and_text_b(folders, capsys):
     folder = folders["wiki-qnli"]
     assert cli.main(["classify", str(folder), "who built it ?"]) == 1
     assert "give TEXT TEXT_B" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_answer_reads_a_context_file_and_refuses_an_empty_question(folders, tmp_path, capsys):
     (tmp_path / "paragraph.txt").write_text(CONTEXT, encoding="utf-8")
     folder = str(folders["wiki-qa"])
@@ -137,6 +142,7 @@ def test_answer_reads_a_context_file_and_refuses_an_empty_question(folders, tmp_
     assert "the question is empty" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_classify_takes_sentence_pairs(folders, capsys):
     folder = folders["rotten-tomatoes"]
     model = BertForSequenceClassification.from_pretrained(folder)
@@ -156,6 +162,7 @@ def test_a_pretrained_folder_is_not_fine_tuned(capsys):
     assert "has no trained head" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_choose_refuses_a_folder_that_cannot_choose_with_one_line_and_exit_2(
     folders, tmp_path, capsys
 ):
@@ -181,6 +188,7 @@ def _one_line(capsys, code: int, says: str, got: int) -> None:
     assert got == code and says in err and len(err.strip().splitlines()) == 1, (got, err)
 
 
+@pytest.mark.slow
 def test_answer_reads_a_long_pasted_paragraph_as_text(folders, tmp_path, capsys):
     """A paragraph over 255 bytes as --context was tried as a path: OSError File name too long."""
     folder = str(folders["wiki-qa"])
@@ -194,6 +202,7 @@ def test_answer_reads_a_long_pasted_paragraph_as_text(folders, tmp_path, capsys)
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\x00\x01", "\t\n"])
+@pytest.mark.slow
 def test_empty_or_control_only_text_is_refused_by_every_command(folders, capsys, text):
     """classify "" answered "rotten 0.590" while tag and answer refused empty text."""
     rt, qnli = str(folders["rotten-tomatoes"]), str(folders["wiki-qnli"])
@@ -211,6 +220,7 @@ def test_empty_or_control_only_text_is_refused_by_every_command(folders, capsys,
         _one_line(capsys, 2, "is empty (or only spaces and control characters)", cli.main(command))
 
 
+@pytest.mark.slow
 def test_a_pair_task_without_results_json_is_known_by_its_labels(folders, tmp_path, capsys):
     """A wiki-qnli folder without results.json classified its two texts separately."""
     import shutil
@@ -222,6 +232,7 @@ def test_a_pair_task_without_results_json_is_known_by_its_labels(folders, tmp_pa
     assert capsys.readouterr().out.rstrip().endswith("who built it ? | eiffel built it .")
 
 
+@pytest.mark.slow
 def test_a_model_that_outputs_nan_is_refused(folders, tmp_path, capsys):
     """A model with NaN weights printed "rotten nan", exit 0."""
     import torch
@@ -237,6 +248,7 @@ def test_a_model_that_outputs_nan_is_refused(folders, tmp_path, capsys):
     _one_line(capsys, 2, "outputs are not numbers (NaN or inf)", got)
 
 
+@pytest.mark.slow
 def test_tag_takes_the_models_positions_and_cuts_only_when_asked(folders, capsys):
     """130 words: "truncate them (truncation=True)", an option tag does not have, at 512."""
     folder = str(folders["capitalisation"])
@@ -247,6 +259,7 @@ def test_tag_takes_the_models_positions_and_cuts_only_when_asked(folders, capsys
     assert 100 < len(capsys.readouterr().out.splitlines()) < 180  # its first words only
 
 
+@pytest.mark.slow
 def test_a_results_json_whose_task_is_not_a_name_is_one_line(folders, tmp_path, capsys):
     import shutil
 

@@ -35,6 +35,7 @@ def same_run(a: dict, b: dict) -> None:
     torch.testing.assert_close(a["weights"], b["weights"], atol=3e-6, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_two_processes_train_as_one_and_resume_anywhere(tmp_path):
     one = run(tmp_path, "one")
     two = run(tmp_path, "two", 2)
@@ -49,6 +50,7 @@ def test_two_processes_train_as_one_and_resume_anywhere(tmp_path):
     same_run(one, resumed)
 
 
+@pytest.mark.slow
 def test_the_batch_must_split_evenly(tmp_path):
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
                "--standalone", str(HERE / "ddp_run.py"), str(tmp_path / "x.pt"),
@@ -86,6 +88,7 @@ def same_folders(a: Path, b: Path, atol: float) -> None:
        "--dropout", "0", "--evaluations", "2"], 5e-5)],
     ids=["pretrain", "finetune"],
 )  # fmt: skip
+@pytest.mark.slow
 def test_torchrun_runs_the_command_as_one_process_does(tmp_path, recipe, atol):
     reports = {}
     for processes in (1, 2):

@@ -224,6 +224,7 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_a_failed_pretrain_leaves_the_model_in_out_untouched(course_model):
     # defect 1: the vocabulary was written before the arguments were checked
     before = snapshot(course_model)
@@ -325,6 +326,7 @@ def test_an_empty_batch_is_refused_by_the_tokenizer():
         tok.encode_batch([])
 
 
+@pytest.mark.slow
 def test_assets_list_into_a_closed_pipe_is_quiet():
     done = subprocess.run(
         f"{sys.executable} -m minibert assets list | head -n 1",
@@ -335,6 +337,7 @@ def test_assets_list_into_a_closed_pipe_is_quiet():
     assert done.stdout.startswith("cache:") and "Broken pipe" not in done.stderr
 
 
+@pytest.mark.slow
 def test_assets_list_calls_a_damaged_asset_corrupt(tmp_path, monkeypatch):
     from minibert import assets
     from minibert.commands import asset_cache
@@ -346,6 +349,7 @@ def test_assets_list_calls_a_damaged_asset_corrupt(tmp_path, monkeypatch):
     assert "corrupt" in buffer.getvalue() and "missing" not in buffer.getvalue()
 
 
+@pytest.mark.slow
 def test_the_explorer_truncates_long_text_and_says_so():
     # defect 9: a text longer than the positions failed silently in JupyterLab's log
     pytest.importorskip("ipywidgets")

@@ -100,6 +100,7 @@ def test_capitalisation_labels_come_from_the_text(tok):
             assert y == -100, p  # continuations, punctuation and numbers carry no label
 
 
+@pytest.mark.slow
 def test_finetune_end_to_end_saves_a_folder_transformers_loads(tiny_folder, tmp_path):
     out = tmp_path / "rt"
     result = finetune(
@@ -125,6 +126,7 @@ def test_finetune_end_to_end_saves_a_folder_transformers_loads(tiny_folder, tmp_
     assert [label in ("rotten", "fresh") and 0.5 <= p <= 1 for label, p in labels] == [True] * 2
 
 
+@pytest.mark.slow
 def test_freeze_scratch_and_reinit(tiny_folder, tmp_path):
     common = dict(model=tiny_folder, train_examples=32, batch_size=16, steps=2, max_length=32,
                   lr=1e-2, progress=False)  # fmt: skip
@@ -145,6 +147,7 @@ def test_freeze_scratch_and_reinit(tiny_folder, tmp_path):
     assert torch.equal(reinit[bottom], pretrained[bottom])
 
 
+@pytest.mark.slow
 def test_a_small_subset_is_evaluated_every_few_epochs_not_every_epoch(tiny_folder, tmp_path):
     # 32 examples in batches of 16: 2 steps an epoch; 60 epochs would be 60 dev evaluations
     result = finetune(
@@ -162,6 +165,7 @@ def test_a_small_subset_is_evaluated_every_few_epochs_not_every_epoch(tiny_folde
     assert [h["step"] for h in fewer.history if "eval_loss" in h] == [40, 80, 120]
 
 
+@pytest.mark.slow
 def test_token_task_end_to_end(tiny_folder, tmp_path):
     result = finetune(
         tmp_path / "caps", model=tiny_folder, task="capitalisation", train_examples=64,
@@ -211,6 +215,7 @@ def test_python_api_edge_cases_are_clear_errors(tok):
         finetuning.scores([0, 0], [0, 0], 1)
 
 
+@pytest.mark.slow
 def test_a_mean_pooled_classifier_reads_the_real_tokens_mean(tiny_folder, tmp_path):
     config = make_tiny_config(classifier_pooling="mean", hidden_dropout=0.0, attention_dropout=0.0)
     torch.manual_seed(0)
@@ -238,6 +243,7 @@ def test_a_mean_pooled_classifier_reads_the_real_tokens_mean(tiny_folder, tmp_pa
                  batch_size=16, steps=2, max_length=32, pooling="mean", progress=False)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_first_token_classifier_reads_the_cls_vector_without_the_pooler(tiny_folder, tmp_path):
     config = make_tiny_config(classifier_pooling="first", hidden_dropout=0.0, attention_dropout=0.0)
     torch.manual_seed(0)

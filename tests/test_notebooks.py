@@ -52,6 +52,7 @@ def test_nbval_markers_are_alone_on_their_line(path):
                 assert comment in known, f"nbval ignores this marker: {line.strip()!r}"
 
 
+@pytest.mark.slow
 def test_the_other_cpu_environment_changes_the_kernel_path():
     """make test KERNEL=other (CI) must really run the notebooks on another kernel path."""
     import os
@@ -192,6 +193,7 @@ def test_a_lesson_is_one_class_session_of_prose(path):
     )
 
 
+@pytest.mark.slow
 def test_the_evidence_of_lesson_08_is_the_appendix_after_the_d2l_one():
     """Lesson 08's grid lives in notebook 11, after the d2l appendix; the lesson points to it and
     the appendix reads the committed results rather than training anything."""

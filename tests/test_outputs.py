@@ -50,6 +50,7 @@ def finetune(out, **changes):
     return recipes.finetune(out, **{**options, **changes})
 
 
+@pytest.mark.slow
 def test_a_model_lists_its_own_files_in_its_manifest(tmp_path, corpus):
     out = pretrain(tmp_path / "m", corpus).folder
     manifest = json.loads((out / MANIFEST).read_text())
@@ -61,6 +62,7 @@ def test_a_model_lists_its_own_files_in_its_manifest(tmp_path, corpus):
     assert not (out / RUN_FOLDER).exists() and not (out / LOCK).exists()
 
 
+@pytest.mark.slow
 def test_overwrite_never_deletes_a_file_no_run_wrote(tmp_path, corpus):
     notes = tmp_path / "notes"  # a folder holding no model, only the user's files
     notes.mkdir()
@@ -79,6 +81,7 @@ def test_overwrite_never_deletes_a_file_no_run_wrote(tmp_path, corpus):
     assert (model / "README.md").read_text() == "my notes on this model\n"
 
 
+@pytest.mark.slow
 def test_overwrite_replaces_the_files_its_manifest_lists(tmp_path, corpus):
     out = pretrain(tmp_path / "m", corpus).folder
     (out / "card.json").write_text("{}\n", encoding="utf-8")  # written beside it by a card script
@@ -91,6 +94,7 @@ def test_overwrite_replaces_the_files_its_manifest_lists(tmp_path, corpus):
     )
 
 
+@pytest.mark.slow
 def test_an_interrupted_replacement_is_completed_on_the_next_start(tmp_path, monkeypatch):
     out = finetune(tmp_path / "rt").folder
     (out / "card.json").write_text("{}\n", encoding="utf-8")
@@ -123,6 +127,7 @@ def test_an_interrupted_replacement_is_completed_on_the_next_start(tmp_path, mon
     )
 
 
+@pytest.mark.slow
 def test_a_failure_before_the_moves_leaves_the_old_model_whole(tmp_path, monkeypatch):
     out = finetune(tmp_path / "rt").folder
     before = {p.name: p.read_bytes() for p in out.iterdir()}
@@ -136,6 +141,7 @@ def test_a_failure_before_the_moves_leaves_the_old_model_whole(tmp_path, monkeyp
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # and no .run left
 
 
+@pytest.mark.slow
 def test_a_second_run_into_a_locked_folder_is_refused_naming_the_first(tmp_path):
     out = tmp_path / "rt"
     holder = subprocess.Popen(
@@ -157,6 +163,7 @@ def test_a_second_run_into_a_locked_folder_is_refused_naming_the_first(tmp_path)
     assert (result.folder / "model.safetensors").is_file() and not (out / LOCK).exists()
 
 
+@pytest.mark.slow
 def test_the_lock_is_held_for_the_whole_run(tmp_path, monkeypatch):
     out = tmp_path / "rt"
     seen = []
@@ -173,6 +180,7 @@ def test_the_lock_is_held_for_the_whole_run(tmp_path, monkeypatch):
     assert seen == [True]
 
 
+@pytest.mark.slow
 def test_an_abandoned_run_is_never_read(tmp_path, corpus):
     out = tmp_path / "m"
     (out / RUN_FOLDER).mkdir(parents=True)  # an abandoned run with an 8,000-piece vocabulary
@@ -204,6 +212,7 @@ def test_vocab_with_vocab_size_is_refused(tmp_path):
         ({"batch_size": 7}, {"WORLD_SIZE": "2"}, "multiple of the 2 processes"),
     ],
 )
+@pytest.mark.slow
 def test_a_refusal_leaves_nothing_behind(tmp_path, corpus, monkeypatch, changes, env, message):
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -216,6 +225,7 @@ def test_a_refusal_leaves_nothing_behind(tmp_path, corpus, monkeypatch, changes,
     assert pretrain(out, corpus).folder == out  # a plain re-run is not blocked
 
 
+@pytest.mark.slow
 def test_a_run_failed_before_its_first_checkpoint_leaves_no_run(tmp_path, corpus, monkeypatch):
     existing = tmp_path / "m"
     existing.mkdir()

@@ -28,12 +28,14 @@ def _loaded_after(code: str) -> set[str]:
     return {m.split(".")[0] for m in done.stdout.split()}
 
 
+@pytest.mark.slow
 def test_import_is_light():
     loaded = _loaded_after("import minibert\n" + "\n".join(f"import minibert.{m}" for m in MODULES))
     assert not loaded & set(HEAVY), f"importing minibert loaded {sorted(loaded & set(HEAVY))}"
     assert "torch" not in _loaded_after("import minibert")  # the bare package is instant
 
 
+@pytest.mark.slow
 def test_heavy_modules_load_when_needed():
     # gensim parses the dump the first time only: later processes read the articles it kept
     parse = "import minibert.corpora as c\nc.wikipedia_articles('heldout')"
@@ -247,6 +249,7 @@ def test_dependencies_have_lower_bounds_only():
     assert project["requires-python"] == ">=3.10"
 
 
+@pytest.mark.slow
 def test_console_script_fetch_and_assets():
     done = subprocess.run(
         [sys.executable, "-m", "minibert.cli", "assets", "verify"], capture_output=True, text=True
@@ -417,6 +420,7 @@ def test_argparse_lives_in_the_commands_layer_only():
     assert {m.split(".")[0] for m in importers} <= {"cli", "commands"}, sorted(importers)
 
 
+@pytest.mark.slow
 def test_a_built_wheel_holds_every_sub_package_and_the_package_data(tmp_path):
     # `pip install .` (not editable) installs what the wheel holds: once it held minibert/*.py only
     import shutil
@@ -452,6 +456,7 @@ def test_a_built_wheel_holds_every_sub_package_and_the_package_data(tmp_path):
     assert wanted - held == set()
 
 
+@pytest.mark.slow
 def test_the_version_a_teacher_pins_is_one_version():
     """`minibert --version`, minibert.__version__, pyproject.toml and CHANGELOG.md's newest
     release agree (#54)."""

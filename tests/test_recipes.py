@@ -24,6 +24,7 @@ def test_the_review_corpus_is_training_movies_split_by_title():
     assert not any(corpora.heldout_article(d.title) for d in train)
 
 
+@pytest.mark.slow
 def test_init_keeps_the_weights_vocabulary_and_size(tmp_path):
     course = assets.course_checkpoint()
     result = recipes.pretrain(
@@ -54,6 +55,7 @@ def test_init_keeps_the_weights_vocabulary_and_size(tmp_path):
         ({"objective": "nsp"}, "objective 'none'"),
     ],
 )
+@pytest.mark.slow
 def test_init_arguments_are_checked_before_anything_is_written(tmp_path, changes, message):
     options = {"steps": 5, "init": "course", "corpus": "reviews", "objective": "none", **changes}
     with pytest.raises((ValueError, FileNotFoundError), match=message):
@@ -61,6 +63,7 @@ def test_init_arguments_are_checked_before_anything_is_written(tmp_path, changes
     assert not (tmp_path / "m").exists()
 
 
+@pytest.mark.slow
 def test_finetune_takes_a_measured_learning_rate_per_model_size(tmp_path):
     from minibert.config import BertConfig
 
@@ -122,6 +125,7 @@ def test_overwrite_refuses_a_folder_of_other_things(tmp_path):
     assert sorted(p.name for p in project.iterdir()) == ["NOTES.md", "config.json", "src"]
 
 
+@pytest.mark.slow
 def test_a_failed_save_leaves_the_old_model_whole(tmp_path, monkeypatch):
     out = tmp_path / "rt"
     first = recipes.finetune(out, model="course", train_examples=64, steps=1, batch_size=32,
@@ -191,6 +195,7 @@ def _weights(folder):
     return load_file(folder / "model.safetensors")
 
 
+@pytest.mark.slow
 def test_finetune_accumulation_equals_one_big_batch(tmp_path):
     common = dict(model="course", train_examples=64, steps=1, dropout=0.0, evaluations=1, lr=1e-3,
                   group_by_length=False, progress=False)  # fmt: skip
@@ -207,6 +212,7 @@ def test_finetune_accumulation_equals_one_big_batch(tmp_path):
     assert json.loads((two.folder / "results.json").read_text())["options"]["grad_accum_steps"] == 2
 
 
+@pytest.mark.slow
 def test_finetune_pauses_and_resumes_to_the_same_model(tmp_path):
     common = dict(model="course", train_examples=32, steps=4, batch_size=16, dropout=0.0,
                   evaluations=2, checkpoint_every=1, lr=1e-3, progress=False)  # fmt: skip
@@ -244,6 +250,7 @@ def test_a_share_of_the_text_is_whole_documents_nested_and_near_its_target():
     assert len(share_of_documents(docs, 1e-6)) == 2
 
 
+@pytest.mark.slow
 def test_text_fraction_pretrains_on_that_share_and_is_checked(tmp_path):
     for wrong in (0, 1.5):
         with pytest.raises(ValueError, match="text_fraction"):
@@ -256,6 +263,7 @@ def test_text_fraction_pretrains_on_that_share_and_is_checked(tmp_path):
     assert recipe["text_fraction"] == 0.125
 
 
+@pytest.mark.slow
 def test_a_written_articles_file_is_the_course_extract_for_pretrain(tmp_path):
     """pretrain --corpus FILE.json (corpora.write_articles' file, for a machine without gensim)
     splits and shares the text as --corpus wikipedia does: benchmarks/pretraining_scale.py's
@@ -294,6 +302,7 @@ def test_finetunes_default_steps_are_epochs_worth_but_at_least_min_steps():
     assert _finetune_loop(options, config, 8_530).steps == 3 * (8_530 // 32)  # epochs' worth
 
 
+@pytest.mark.slow
 def test_a_run_left_at_the_trivial_level_says_so_and_records_it(tmp_path):
     result = recipes.finetune(tmp_path / "qa", model="course", task="wiki-qa", train_examples=16,
                               steps=1, batch_size=16, max_length=96, progress=False)  # fmt: skip

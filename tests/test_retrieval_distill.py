@@ -123,6 +123,7 @@ def test_the_texts_are_the_training_articles_only():
         training_texts("words")
 
 
+@pytest.mark.slow
 def test_distill_leaves_a_folder_that_search_reads(tmp_path, monkeypatch):
     teacher = tiny_encoder_folder(tmp_path / "teacher")
     student = narrow_folder(tmp_path / "student")

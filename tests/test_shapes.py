@@ -81,6 +81,7 @@ def fake(monkeypatch):
     return task
 
 
+@pytest.mark.slow
 def test_a_fifth_shape_reaches_finetune_its_command_and_help(fake, tmp_path, capsys):
     CALLS["collate"] = 0
     result = recipes.finetune(

@@ -29,10 +29,12 @@ def site(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_every_page_image_and_link_is_there_and_nothing_comes_from_another_host(site):
     assert site_build.check(site) == []
 
 
+@pytest.mark.slow
 def test_a_lesson_page_is_the_student_edition_with_its_outputs(site):
     page = (site / "notebooks" / "02_attention_math.html").read_text(encoding="utf-8")
     assert "BEGIN SOLUTION" not in page and "your code here" in page  # the stubs, no solutions
@@ -44,6 +46,7 @@ def test_a_lesson_page_is_the_student_edition_with_its_outputs(site):
     assert "two heads get both neighbours right" in page  # a stored printed output
 
 
+@pytest.mark.slow
 def test_the_explorer_shows_its_static_figure(site):
     page = (site / "notebooks" / "03_encoder.html").read_text(encoding="utf-8")
     cell = page[page.index('<section id="the-explorer">') :]
@@ -51,6 +54,7 @@ def test_the_explorer_shows_its_static_figure(site):
     assert "widget-view" not in page and "require.min.js" not in page
 
 
+@pytest.mark.slow
 def test_the_front_page_maps_every_lesson_and_the_api_page_every_module(site):
     index = (site / "index.html").read_text(encoding="utf-8")
     for lesson in lessons.LESSONS:
@@ -64,6 +68,7 @@ def test_the_front_page_maps_every_lesson_and_the_api_page_every_module(site):
     assert 'id="minibert.training.train"' in api  # functions with their signatures
 
 
+@pytest.mark.slow
 def test_the_results_and_install_pages_are_built_and_the_readme_links_into_them(site):
     """Every results file has its section on results.html (an id the README's headline lines link
     to), its figures shown; install.html holds compat.json's table."""
@@ -80,6 +85,7 @@ def test_the_results_and_install_pages_are_built_and_the_readme_links_into_them(
     assert "<td><p>2.13.0+cu130</p></td>" in install or "<td>2.13.0+cu130</td>" in install
 
 
+@pytest.mark.slow
 def test_the_check_finds_what_is_broken(site, tmp_path):
     import shutil
 
@@ -137,6 +143,7 @@ DAMAGED = {
 
 
 @pytest.mark.parametrize("case", sorted(DAMAGED))
+@pytest.mark.slow
 def test_a_damaged_notebook_is_one_line_naming_it(tmp_path, case):
     text, cause = DAMAGED[case]
     notebooks = _notebooks_with(tmp_path, "09_damaged.ipynb", text())
@@ -162,6 +169,7 @@ def _site_like(folder, pages, manifest=True):
         (folder / site_build.MANIFEST).write_text(json.dumps({"files": pages}))
 
 
+@pytest.mark.slow
 def test_a_rebuild_leaves_no_stale_page_and_keeps_what_is_not_the_sites(tmp_path):
     out = tmp_path / "site"
     out.mkdir()

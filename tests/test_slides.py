@@ -123,6 +123,7 @@ def test_a_deck_is_its_lessons_marked_student_edition(decks):
     assert "widget-view" not in (decks / "03_encoder.html").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_a_rebuild_replaces_the_decks_and_a_folder_of_other_things_is_refused(decks, tmp_path):
     (decks / "CNAME").write_text("slides.example.org")  # not the build's: kept
     slides.build(ROOT / "notebooks", decks)
@@ -162,6 +163,7 @@ def test_a_slides_manifest_naming_other_files_is_refused_before_anything_goes(tm
     assert (victim / "keep.txt").is_file() and (out / "notes.md").is_file()
 
 
+@pytest.mark.slow
 def test_mark_reads_every_notebook_before_changing_one(tmp_path):
     """--mark with a damaged notebook: JSONDecodeError, after earlier notebooks were rewritten."""
     import shutil

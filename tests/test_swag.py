@@ -141,6 +141,7 @@ def folder(tmp_path_factory):
     ).folder  # fmt: skip
 
 
+@pytest.mark.slow
 def test_choose_gives_each_choice_its_probability_and_the_command_prints_the_best_first(
     folder, capsys
 ):

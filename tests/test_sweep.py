@@ -118,6 +118,7 @@ def test_the_sweeps_help_offers_no_lr_and_says_the_sweep_chooses_it():
 SMALL = dict(model="course", train_examples=64, steps=4, evaluations=2, progress=False, widen=0)
 
 
+@pytest.mark.slow
 def test_an_interrupted_sweep_resumes_reusing_the_finished_rates(tmp_path, monkeypatch):
     """After Ctrl-C, `sweep --resume` finished the current rate, then failed on the next one
     ("lr-0.003 does not exist"); a second --resume failed on the finished rate."""

@@ -45,6 +45,7 @@ def _three_way(tok, max_length, train_examples, seed):
     return make(texts, labels), make(texts[:48], labels[:48]), make(texts[48:96], labels[48:96])
 
 
+@pytest.mark.slow
 def test_a_three_label_task_fine_tunes_from_a_pretrained_folder(tmp_path, monkeypatch):
     # the latent bug: a pretrained folder gave a 2-way head, then "labels must lie in [0, 2)"
     task = tasks.Task(
@@ -85,6 +86,7 @@ def test_a_balanced_measure_picks_the_model_that_learned_on_an_imbalanced_dev_se
     assert lower.better(0.3, 0.4) and not lower.better(0.4, 0.3)
 
 
+@pytest.mark.slow
 def test_capitalisation_keeps_its_best_evaluation_by_f1_and_names_its_scores(tmp_path):
     task = tasks.get("capitalisation")
     assert task.selection.name == "f1" and task.positive == "capitalised"

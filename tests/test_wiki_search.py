@@ -71,6 +71,7 @@ def test_the_in_batch_measure_counts_a_question_whose_paragraph_is_closest_or_ti
     assert in_batch_metrics({}, out) == {"in_batch_accuracy": (2, 3)}  # the second: 0.8 elsewhere
 
 
+@pytest.mark.slow
 def test_finetune_trains_an_encoder_reports_mrr_and_recall_and_leaves_a_searchable_folder(
     toy, tmp_path, capsys
 ):
