@@ -277,3 +277,17 @@ def test_the_moved_measures_are_still_read_here():
         assert getattr(finetuning, name) is getattr(paired_statistics, name)
     for name in frozen_features.__all__:
         assert getattr(finetuning, name) is getattr(frozen_features, name)
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean", "first"])
+def test_pooling_is_refused_for_a_search_encoder_even_when_it_names_the_default(tmp_path, pooling):
+    """`finetune --task wiki-search --pooling cls` was accepted and changed nothing (the encoder is
+    mean-pooled), and every wiki-search run recorded "pooling": "cls"."""
+    out = tmp_path / "search"
+    with pytest.raises(ValueError, match="wiki-search is a vector task .*leave out --pooling"):
+        finetune(out, model="course", task="wiki-search", pooling=pooling, progress=False)
+    done = in_process("finetune", "--model", "course", "--task", "wiki-search", "--pooling",
+                      pooling, "--out", str(out))  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "pooling applies to a sentence task's classifier" in done.stderr
+    assert not out.exists()  # refused before anything is written

@@ -183,11 +183,12 @@ class FinetuneOptions:
         help="train on a random subset of this many examples (default: all)",
         check=POSITIVE_INT,
     )
-    pooling: str = option(
-        "cls",
-        help="what a sentence task's classifier reads: 'cls' (the pooler on [CLS], BERT's head), "
-        "'mean' (the tokens' mean, as MiniLM's sentence training pooled) or 'first' (the [CLS] "
-        "vector without the pooler); transformers cannot load the last two heads",
+    pooling: str | None = option(
+        None,
+        help="what a sentence task's classifier reads: 'cls' (the default: the pooler on [CLS], "
+        "BERT's head), 'mean' (the tokens' mean, as MiniLM's sentence training pooled) or "
+        "'first' (the [CLS] vector without the pooler); transformers cannot load the last two "
+        "heads; refused for the other tasks",
         check=one_of(*POOLINGS),
     )
     freeze_encoder: bool = option(
@@ -241,6 +242,15 @@ def finetune(
     """
     o = options_of(FinetuneOptions, options, changes)
     spec = tasks.get(o.task)
+    if spec.shape == "text":  # a sentence task's classifier: BERT's head unless told
+        o = dataclasses.replace(o, pooling=o.pooling or "cls")
+    elif o.pooling is not None:  # before anything is written
+        vector = spec.shape == "vector"  # wiki-search: the encoder is mean-pooled, as search reads
+        why = " (its encoder is mean-pooled, as minibert search reads it)" if vector else ""
+        raise ValueError(
+            f"pooling applies to a sentence task's classifier; {spec.name} is a {spec.shape} "
+            f"task{why}: leave out --pooling, got {o.pooling!r}"
+        )
     folder = OutputFolder(
         out, overwrite=o.overwrite, resume=o.train.resume, writer=distributed.is_main()
     )
@@ -284,16 +294,10 @@ def _finetune(
     """finetune's work, inside its locked output folder."""
     started = start(o.train)
     tok = BertTokenizer.from_pretrained(source)
+    pooling = o.pooling or "cls"  # None: not a sentence task, its head reads no pooled vector
     config = BertConfig.from_hf_config(source).replace(
-        num_labels=spec.head_size, label_names=spec.label_names, classifier_pooling=o.pooling
+        num_labels=spec.head_size, label_names=spec.label_names, classifier_pooling=pooling
     )
-    if o.pooling != "cls" and spec.shape != "text":
-        vector = spec.shape == "vector"  # wiki-search: the encoder is mean-pooled, as search reads
-        why = " (its encoder is mean-pooled, as minibert search reads it)" if vector else ""
-        raise ValueError(
-            f"pooling applies to a sentence task's classifier; {spec.name} is a {spec.shape} "
-            f"task{why}"
-        )
     if not o.reinit_layers <= config.num_layers:
         raise ValueError(
             f"reinit_layers must be in [0, {config.num_layers}], got {o.reinit_layers}"
@@ -427,7 +431,7 @@ def _classifier(o: FinetuneOptions, spec: tasks.Task, source: Path, config: Bert
             source,
             num_labels=spec.head_size,  # its shape's: one per label, or one score per choice
             label_names=spec.label_names,
-            classifier_pooling=o.pooling,
+            classifier_pooling=config.classifier_pooling,
             **drop,
         )
     if o.reinit_layers:
