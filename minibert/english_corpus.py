@@ -107,12 +107,14 @@ def detokenize(words: Sequence[str]) -> str:
 
 def clean_brown(sample: str) -> list[str]:
     """A Brown sample (lines of word/tag tokens, paragraphs between blank lines) as paragraphs of
-    plain prose: tags removed, split punctuation rejoined."""
+    plain prose: tags removed, split punctuation rejoined, the package's doubled semicolons
+    (";/. ;/." for every semicolon) made one."""
     paragraphs = []
     for block in re.split(r"\n\s*\n", sample):
         sentences = []
         for line in block.splitlines():
             words = [token.rsplit("/", 1)[0] for token in line.split()]
+            words = [w for i, w in enumerate(words) if not (w == ";" and words[i - 1 : i] == [";"])]
             if words:
                 sentences.append(detokenize(words))
         if sentences:

@@ -28,11 +28,11 @@ def test_sotu_markers_are_dropped_and_the_words_kept():
 def test_brown_tags_are_removed_and_punctuation_rejoined():
     sample = (
         "\n\n\tThe/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' was/bedz found/vbn ./.\n"
-        "\tIt/pps didn't/dod* (/( at/in first/od )/) say/vb so/rb ,/, Mr./np Dean's/np$ "
+        "\tIt/pps didn't/dod* (/( at/in first/od )/) say/vb so/rb ;/. ;/. Mr./np Dean's/np$ "
         "$/$ 5/cd ?/.\n\n\n\tNew/jj paragraph/nn !/.\n"
     )
     assert clean_brown(sample) == [
-        "The jury said \"no evidence\" was found. It didn't (at first) say so, Mr. Dean's $5?",
+        "The jury said \"no evidence\" was found. It didn't (at first) say so; Mr. Dean's $5?",
         "New paragraph!",
     ]
 
