@@ -1,4 +1,6 @@
-"""Shared test set-up: a non-interactive matplotlib backend and offline reference libraries."""
+"""Shared test set-up: a non-interactive matplotlib backend, offline reference libraries, and the
+helpers several test modules use (a tiny config, synthetic documents, a tiny saved encoder, the CLI
+run in this process). Test modules import helpers from here, never from one another."""
 
 import os
 import subprocess
@@ -33,6 +35,58 @@ def make_tiny_config(**overrides):
 def tiny_config():
     """make_tiny_config, as a fixture."""
     return make_tiny_config
+
+
+SYNTHETIC_VOCAB = 60  # ids 0-4 special ([PAD] [UNK] [CLS] [SEP] [MASK]), 5.. ordinary
+
+
+def synthetic_documents(n_docs: int = 40, seed: int = 0) -> list[list[list[int]]]:
+    """Token-id documents for pretraining tests: 20 sentences of 3-8 ids each, every document
+    drawn from its own 8 ids below SYNTHETIC_VOCAB, so NSP has topics to tell apart."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    docs = []
+    for d in range(n_docs):
+        base = 5 + (d * 7) % (
+            SYNTHETIC_VOCAB - 13
+        )  # ids stay below SYNTHETIC_VOCAB  # each document has its own small vocabulary
+        docs.append(
+            [
+                (
+                    base
+                    + torch.randint(
+                        0, 8, (int(torch.randint(3, 9, (1,), generator=g)),), generator=g
+                    )
+                ).tolist()
+                for _ in range(20)
+            ]
+        )
+    return docs
+
+
+# a few sentences for the retrieval tests (encoders, index, training, distillation, wiki-search)
+TEXTS = [
+    "the cat sat on the mat",
+    "a dog sat on a log and the dog slept on the log all day",
+    "cats and dogs",
+    "the tower is in paris",
+    "paris",
+]
+
+
+def tiny_encoder_folder(folder, seed=0):
+    """A saved tiny BERT (2 layers, 32 hidden) with a vocabulary of TEXTS' words."""
+    import minibert
+    from minibert.model import BertModel
+    from minibert.tokenization import BertTokenizer
+
+    words = sorted({w for t in TEXTS for w in t.split()})
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+    minibert.set_seed(seed)
+    BertModel(make_tiny_config(vocab_size=len(vocab))).save_pretrained(folder)
+    BertTokenizer(vocab).save_pretrained(folder)
+    return folder
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

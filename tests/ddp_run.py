@@ -10,8 +10,8 @@ import json
 import sys
 
 import torch
-from conftest import make_tiny_config
-from test_training import VOCAB, synthetic_documents
+from conftest import SYNTHETIC_VOCAB as VOCAB
+from conftest import make_tiny_config, synthetic_documents
 
 from minibert import distributed, set_seed
 from minibert import pretraining as P

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import cli, make_tiny_config
-from test_retrieval_encoders import tiny_encoder_folder
+from conftest import cli, make_tiny_config, tiny_encoder_folder
 
 import minibert
 from minibert import inference, open_qa, retrieval

@@ -5,8 +5,7 @@ that `minibert search` reads; bad input is one line."""
 
 import pytest
 import torch
-from conftest import cli, make_tiny_config
-from test_retrieval_encoders import TEXTS, tiny_encoder_folder
+from conftest import TEXTS, cli, make_tiny_config, tiny_encoder_folder
 
 import minibert
 from minibert import corpora, retrieval_distill, retrieval_index

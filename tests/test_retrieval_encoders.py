@@ -4,10 +4,9 @@ sentence-transformers'."""
 
 import pytest
 import torch
-from conftest import make_tiny_config
+from conftest import TEXTS, tiny_encoder_folder
 
 import minibert
-from minibert.model import BertModel
 from minibert.retrieval_encoders import (
     Whitening,
     anisotropy,
@@ -17,25 +16,6 @@ from minibert.retrieval_encoders import (
     load_encoder,
     random_encoder,
 )
-from minibert.tokenization import BertTokenizer
-
-TEXTS = [
-    "the cat sat on the mat",
-    "a dog sat on a log and the dog slept on the log all day",
-    "cats and dogs",
-    "the tower is in paris",
-    "paris",
-]
-
-
-def tiny_encoder_folder(folder, seed=0):
-    """A saved tiny BERT (2 layers, 32 hidden) with a vocabulary of TEXTS' words."""
-    words = sorted({w for t in TEXTS for w in t.split()})
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
-    minibert.set_seed(seed)
-    BertModel(make_tiny_config(vocab_size=len(vocab))).save_pretrained(folder)
-    BertTokenizer(vocab).save_pretrained(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")

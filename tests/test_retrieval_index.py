@@ -5,8 +5,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import cli
-from test_retrieval_encoders import tiny_encoder_folder
+from conftest import cli, tiny_encoder_folder
 
 import minibert
 from minibert import retrieval_index

@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from test_retrieval_encoders import tiny_encoder_folder
+from conftest import tiny_encoder_folder
 
 from minibert import assets, corpora, tasks
 from minibert.retrieval import wiki_queries

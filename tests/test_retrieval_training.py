@@ -4,7 +4,7 @@ teaches a tiny encoder to find each toy query's passage."""
 
 import pytest
 import torch
-from test_retrieval_encoders import TEXTS, tiny_encoder_folder
+from conftest import TEXTS, tiny_encoder_folder
 
 from minibert.retrieval import in_batch_loss
 from minibert.retrieval_encoders import encode, load_encoder

@@ -5,7 +5,7 @@ import re
 
 import pytest
 import torch
-from conftest import make_tiny_config
+from conftest import SYNTHETIC_VOCAB, make_tiny_config, synthetic_documents
 
 from minibert import pretraining as P
 from minibert import set_seed
@@ -19,33 +19,12 @@ from minibert.training import (
     train,
 )
 
-VOCAB = 60  # ids 0-4 special ([PAD] [UNK] [CLS] [SEP] [MASK]), 5.. ordinary
+VOCAB = SYNTHETIC_VOCAB  # ids 0-4 special ([PAD] [UNK] [CLS] [SEP] [MASK]), 5.. ordinary
 
 
 def tiny_model(seed: int = 0) -> BertForPreTraining:
     set_seed(seed)
     return BertForPreTraining(make_tiny_config(vocab_size=VOCAB))
-
-
-def synthetic_documents(n_docs: int = 40, seed: int = 0) -> list[list[list[int]]]:
-    g = torch.Generator().manual_seed(seed)
-    docs = []
-    for d in range(n_docs):
-        base = 5 + (d * 7) % (
-            VOCAB - 13
-        )  # ids stay below VOCAB  # each document has its own small vocabulary
-        docs.append(
-            [
-                (
-                    base
-                    + torch.randint(
-                        0, 8, (int(torch.randint(3, 9, (1,), generator=g)),), generator=g
-                    )
-                ).tolist()
-                for _ in range(20)
-            ]
-        )
-    return docs
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,7 @@ import json
 
 import pytest
 import torch
-from conftest import cli
-from test_retrieval_encoders import tiny_encoder_folder
+from conftest import cli, tiny_encoder_folder
 
 from minibert import retrieval, retrieval_index, tasks
 from minibert.retrieval import Passage, Query
