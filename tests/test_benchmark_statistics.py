@@ -65,6 +65,14 @@ def test_the_rows_read_what_their_names_say():
     assert models["minilm-scratch-cls"].scratch and models["minilm-cls"].rates == (3e-5, 1e-4)
 
 
+def test_a_probe_on_a_token_task_names_no_pooling():
+    """finetune refuses pooling for a task that is not a sentence classifier (cls included): a
+    probe row on a token task passed pooling="cls"."""
+    token = type("Task", (), {"shape": "token"})()
+    probe = finetuning_shapes.MODELS["course-probe"].options(token)
+    assert "pooling" not in probe and probe["freeze_encoder"] is True
+
+
 def test_intervals_compare_probes_with_probes_and_every_row_with_the_rules(monkeypatch):
     """A probe row's interval is against the random probe, never against fine-tuned weights; a
     fine-tuned row against a rule gets the same paired interval, its seeds drawn too; the pooler

@@ -49,9 +49,9 @@ class Model:
 
     def options(self, task: tasks.Task) -> dict[str, Any]:
         """recipes.finetune's options for this head on the task."""
-        if self.head == "probe":
-            pooling = "mean" if task.shape == "text" else "cls"
-            return {"freeze_encoder": True, "pooling": pooling, "dropout": 0.0}
+        if self.head == "probe":  # a sentence task's probe reads the mean, a token task's each word
+            pooling = {"pooling": "mean"} if task.shape == "text" else {}  # refused for the rest
+            return {"freeze_encoder": True, **pooling, "dropout": 0.0}
         return {} if self.head == "cls" else {"pooling": self.head}
 
 
