@@ -20,7 +20,7 @@ from minibert.model import (
     EncoderLayer,
 )
 
-ATOL = 1e-5  # float32 hidden states, as CONVENTIONS.md
+ATOL = 1e-5  # float32 hidden states, as CONTRIBUTING.md says
 
 # (layers, hidden, heads, intermediate): one head, twelve heads, and a middle one
 CONFIGS = [(2, 32, 1, 64), (2, 48, 12, 96), (3, 64, 4, 128)]
