@@ -715,7 +715,7 @@ def wiki_swag(data: dict) -> Section:
     pairs.append(["course minus random weights",
                   signed_interval(c["course vs random weights"], scale=100, digits=1),
                   p_value(c["course vs random weights"]["p"])])  # fmt: skip
-    met = "met" if c["target_met"] else "missed"
+    above = "it is" if c["target_met"] else "it is not"
     return Section(
         "Multiple choice: wiki-swag (the paper's SWAG)",
         f"Which of four sentences of the same Wikipedia article follows a sentence: "
@@ -723,9 +723,9 @@ def wiki_swag(data: dict) -> Section:
         "test on the held-out articles (chance 25%). Each model fine-tuned once (seed "
         f"{s['seed']}) on every training item, kept at its best dev accuracy; the baselines answer "
         "the same test items. Paired differences in accuracy points with their 95% bootstrap "
-        "interval over the test items and a sign-flip p-value. Target: MiniLM at least "
+        "interval over the test items and a sign-flip p-value. Is MiniLM at least "
         f"{s['target_points']} points above the better of shared words and the course NSP head, "
-        f"interval above zero: {met}.",
+        f"its interval above zero? {above.capitalize()}.",
         "python benchmarks/wiki_swag.py",
         table(["model or baseline", "dev", "test"], rows)
         + "\n\n"
@@ -842,7 +842,7 @@ def retrieval(data: dict) -> Section:
             f"answer's score its span score + {e['retrieval_weight']:g} x its paragraph's "
             f"standardised retrieval score, on the {e['questions']} test questions; SQuAD exact "
             f"match and F1 (percent), the end-to-end F1 over the gold paragraph's with its 95% "
-            f"paired bootstrap interval (target: {e['target']}):\n\n"
+            f"paired bootstrap interval:\n\n"
             + table(
                 ["reader given", "EM", "F1", "F1 / gold F1", "answer's paragraph gold", "ms"],
                 found,
