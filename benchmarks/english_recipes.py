@@ -29,11 +29,9 @@ from pathlib import Path
 
 import torch
 from common import course_recipe
+from common.english_runs import RUNS, VOCAB, load_state
 
 from minibert import english_corpus, pretraining
-from minibert.config import BertConfig
-from minibert.guidance import NeighbourGuidance
-from minibert.model import BertForPreTraining
 from minibert.paired_statistics import paired_bootstrap
 from minibert.pretraining import IGNORE_INDEX
 from minibert.recipes import RUN_FOLDER, pretrain
@@ -41,9 +39,6 @@ from minibert.teaching.baselines import NgramTable
 from minibert.tokenization import BertTokenizer
 from minibert.wordpiece_trainer import train_wordpiece
 
-ROOT = Path(__file__).resolve().parent.parent
-RUNS = ROOT / "runs" / "english"
-VOCAB = RUNS / "vocab"
 RESULTS = Path(__file__).resolve().parent / "results" / "english_recipes.json"
 SCHEDULE = {**course_recipe.options(), "neighbour_steps": 3000, "corpus": "english"}
 CANDIDATES = {  # name -> (what it is, the options beside SCHEDULE)
@@ -56,7 +51,24 @@ CANDIDATES = {  # name -> (what it is, the options beside SCHEDULE)
         "without the archaic Gutenberg texts (the Bible, Shakespeare, Milton, Blake)",
         {"corpus": "english-modern"},
     ),
+    "mini": (
+        "the mini preset (4 layers x 256) at about the base's wall time: a "
+        "5,000-step schedule (a mini step costs about six tiny ones), stopped at a sixth of "
+        "--stop-after",
+        {
+            "preset": "mini",
+            "steps": 5000,
+            "warmup_steps": 167,
+            "neighbour_steps": 500,
+            "eval_every": 125,
+        },
+    ),
 }
+SHARE = {"mini": 1 / 6}  # of --stop-after, for a candidate on a shorter schedule
+
+
+def stop_of(name: str, stop_after: int) -> int:
+    return round(stop_after * SHARE.get(name, 1))
 
 
 def vocabulary() -> Path:
@@ -80,7 +92,7 @@ def run(names: list[str], stop_after: int, threads: int | None) -> None:
     vocab = vocabulary()
     for name in names:
         done = len(history_of(name))
-        if done >= stop_after:
+        if done >= stop_of(name, stop_after):
             continue
         print(f"candidate {name}: {CANDIDATES[name][0]}", flush=True)
         pretrain(
@@ -88,7 +100,7 @@ def run(names: list[str], stop_after: int, threads: int | None) -> None:
             **{**SCHEDULE, **CANDIDATES[name][1]},
             vocab=vocab,
             checkpoint_every=500,
-            stop_after=stop_after,
+            stop_after=stop_of(name, stop_after),
             resume=done > 0,
             threads=threads,
         )
@@ -104,17 +116,6 @@ def heldout_sets(tok: BertTokenizer) -> dict[str, list]:
         data = pretraining.heldout_dataset(docs, tok, 128, objective="none", seed=1)
         sets[name] = [data[i] for i in range(min(len(data), SLICE_EXAMPLES))]
     return sets
-
-
-def load_state(name: str, tok: BertTokenizer) -> torch.nn.Module:
-    """A candidate's model as its run left it (guided heads and all, as its own evaluations ran)."""
-    state = torch.load(RUNS / name / RUN_FOLDER / "training_state.pt", weights_only=False)
-    config = BertConfig.preset("tiny", vocab_size=len(tok.vocab), max_position_embeddings=128)
-    model = BertForPreTraining(config.replace(hidden_dropout=0.0, attention_dropout=0.0))
-    if any(key.startswith("model.") for key in state["model"]):
-        model = NeighbourGuidance(model, 8.0, 1.0, SCHEDULE["neighbour_steps"])
-    model.load_state_dict(state["model"])
-    return model.eval()
 
 
 @torch.no_grad()
@@ -171,7 +172,7 @@ def collect(stop_after: int) -> None:
     train_docs = pretraining.tokenize_documents(english_corpus.documents("train"), tok)
     table = NgramTable(train_docs)
     ngram = {name: ngram_hits(table, data, tok) for name, data in sets.items()}
-    ran = [n for n in CANDIDATES if len(history_of(n)) >= stop_after]
+    ran = [n for n in CANDIDATES if len(history_of(n)) >= stop_of(n, stop_after)]
     hits = {n: {s: mask_hits(load_state(n, tok), d, tok) for s, d in sets.items()} for n in ran}
     results = {
         "what": "top-1 accuracy at the [MASK] positions of held-out text after --stop-after "
@@ -187,7 +188,8 @@ def collect(stop_after: int) -> None:
         "candidates": {},
     }
     for name in ran:
-        history = [h for h in history_of(name) if "eval_loss" in h and h["step"] <= stop_after]
+        stop = stop_of(name, stop_after)
+        history = [h for h in history_of(name) if "eval_loss" in h and h["step"] <= stop]
         row = {
             "what": CANDIDATES[name][0],
             "options": CANDIDATES[name][1],

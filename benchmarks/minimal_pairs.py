@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import torch
-from english_recipes import RUNS, VOCAB, load_state
+from common.english_runs import RUNS, VOCAB, load_state
 
 from minibert import assets, corpora, english_corpus
 from minibert import minimal_pairs as mp
