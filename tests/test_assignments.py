@@ -968,6 +968,31 @@ def test_address_space_is_not_memory(tmp_path):
     assert [p.points for p in result.parts] == [3, 1, 2, 4], [p.message for p in result.parts]
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the submission forks")
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="memory is read from /proc")
+@pytest.mark.slow
+def test_forked_children_count_what_they_hold_not_the_pages_they_share(tmp_path):
+    """Four children forked after `import torch` share the worker's pages (copy on write): the
+    resident sizes summed counted torch five times and stopped the run at 512 MB. Children that
+    really write 4 x 200 MB are still stopped."""
+    fork = (
+        "import os as _os, time as _time\nimport torch as _torch\n_kids = []\n"
+        "for _ in range(4):\n    _pid = _os.fork()\n    if _pid == 0:\n"
+        "        {child}\n        _time.sleep(3)\n        _os._exit(0)\n    _kids.append(_pid)\n"
+        "for _pid in _kids:\n    _os.waitpid(_pid, 0)\n"
+    )
+    sleepers = student(tmp_path, "sleepers", top=fork.format(child="pass"))
+    result = assignments.grade_isolated(sleepers, seconds=60, memory_mb=512)
+    assert [p.points for p in result.parts] == [3, 1, 2, 4], [p.message for p in result.parts]
+    hog = "\n".join(
+        "    " + line for line in fork.format(child="_ = bytearray(200 * 2**20)").splitlines()
+    )
+    writers = student(tmp_path, "writers", text=ATTENTION.replace(KEEP, hog + "\n" + KEEP))
+    result = assignments.grade_isolated(writers, seconds=60, memory_mb=512)
+    assert [p.points for p in result.parts] == [3, 0, 2, 4], [p.message for p in result.parts]
+    assert "more than the 512 MB of memory" in result.parts[1].message
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="resident memory is read from /proc")
 @pytest.mark.slow
 def test_resident_memory_counts_the_processes_a_run_started():

@@ -75,8 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--memory-mb",
         type=int,
         default=MEMORY_MB,
-        help=f"resident memory a run may hold beyond Python and torch, Linux (default {MEMORY_MB}, "
-        f"at least {MIN_MEMORY_MB})",
+        help=f"memory a run's processes may hold beyond Python and torch, Linux: proportional "
+        f"set sizes, a page shared counted once (default {MEMORY_MB}, at least {MIN_MEMORY_MB})",
     )
     check.add_argument(
         "--jobs",

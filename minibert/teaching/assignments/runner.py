@@ -503,9 +503,26 @@ def _kill_all(child: subprocess.Popen, token: str) -> None:
             return
 
 
-def _resident_bytes(root: int) -> int:
-    """Resident memory of process root and every process it started, in bytes (Linux's /proc;
-    0 elsewhere). Pages that processes share are counted in each: never less than the truth."""
+def _held_bytes(pid: int, proportional: bool) -> int:
+    """The memory process pid holds, in bytes. proportional: its proportional set size (Linux's
+    /proc/PID/smaps_rollup: each page it shares divided among the processes sharing it, so a
+    forked child's copy-on-write pages count once across parent and children; its resident size
+    where a kernel before 4.14 has none); else its resident size (statm: cheap, shared pages
+    counted in each process, never less than the proportional size)."""
+    if proportional:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024  # kB
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page
+
+
+def _resident_bytes(root: int, proportional: bool = True) -> int:
+    """The memory process root and every process it started hold together, in bytes (Linux's
+    /proc; 0 elsewhere): proportional set sizes summed, so the pages they share (torch, imported
+    once, then forked) count once and the pages a child writes count in full; resident sizes
+    summed (an upper bound, read far faster) if not proportional."""
     children: dict[int, list[int]] = {}
     with contextlib.suppress(OSError):
         for name in filter(str.isdigit, os.listdir("/proc")):
@@ -514,19 +531,20 @@ def _resident_bytes(root: int) -> int:
                 children.setdefault(int(stat[stat.rindex(b")") + 2 :].split()[1]), []).append(
                     int(name)
                 )
-    page, total, todo = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096, 0, [root]
+    total, todo = 0, [root]
     while todo:
         pid = todo.pop()
         with contextlib.suppress(OSError, ValueError, IndexError):
-            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page
+            total += _held_bytes(pid, proportional)
         todo += children.get(pid, [])
     return total
 
 
 class _MemoryWatch:
-    """Ends a run whose processes hold more than megabytes of resident memory beyond what the
-    worker held once Python and torch had started: what the run uses, not the address space it
-    reserves (a CUDA build of torch reserves gigabytes it never touches)."""
+    """Ends a run whose processes hold more than megabytes of memory beyond what the worker held
+    once Python and torch had started (_resident_bytes: proportional set sizes, so a forked
+    child's shared pages count once): what the run uses, not the address space it reserves (a
+    CUDA build of torch reserves gigabytes it never touches)."""
 
     def __init__(self, child: subprocess.Popen, kill: Callable[[], None], megabytes: int):
         self.child, self.kill, self.megabytes = child, kill, megabytes
@@ -540,7 +558,8 @@ class _MemoryWatch:
 
     def _watch(self, limit: int) -> None:
         while not self.done.wait(MEMORY_POLL) and self.child.poll() is None:
-            if _resident_bytes(self.child.pid) > limit:
+            root = self.child.pid  # resident sizes first: cheap, and never below the truth
+            if _resident_bytes(root, proportional=False) > limit and _resident_bytes(root) > limit:
                 self.said = (
                     f"it used more than the {self.megabytes:,} MB of memory a run may "
                     "use beyond Python and torch (the grader's --memory-mb)"
