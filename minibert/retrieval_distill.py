@@ -35,7 +35,7 @@ from minibert.config import BertConfig
 from minibert.model import BertModel, BertPreTrainedModel, check_inputs, mean_pool
 from minibert.retrieval_encoders import Encoder, encode
 from minibert.training import TrainOptions, train
-from minibert.utils import atomic_write
+from minibert.utils import atomic_write, folder_problem, read_kept, vectors_problem
 
 __all__ = [
     "UNITS",
@@ -79,17 +79,45 @@ def _texts_key(encoder: Encoder, texts: Sequence[str]) -> str:
 def teacher_vectors(
     teacher: Encoder, texts: Sequence[str], cache: str | Path | None = None
 ) -> torch.Tensor:
-    """(texts, teacher hidden) the teacher's mean-pooled vectors of the texts; with cache, kept
-    in cache/teacher-KEY.pt (KEY: the teacher's fingerprint and the texts) and read back."""
+    """(texts, teacher hidden) the teacher's mean-pooled vectors of the texts; with cache (a
+    folder), kept in cache/teacher-KEY.safetensors (KEY: the teacher's fingerprint and the texts)
+    and read back, checked on load as every cache is (utils.read_kept): a damaged file is said in
+    one line and computed again. A cache that cannot be a folder is a ValueError before the
+    teacher runs."""
     file = None
     if cache is not None:
-        file = Path(cache) / f"teacher-{_texts_key(teacher, texts)}.pt"
-        if file.is_file():
-            return torch.load(file, weights_only=True)
+        file = Path(cache) / f"teacher-{_texts_key(teacher, texts)}.safetensors"
+        shape = (len(texts), teacher.model.config.hidden_size)
+        kept = read_kept(
+            file,
+            lambda f: _read_vectors(f, shape),
+            "file of teacher vectors",
+            "computing them again",
+        )
+        if kept is not None:
+            return kept
+        if problem := folder_problem(cache):  # before the teacher runs, not after
+            raise ValueError(f"cache must be a folder for the teacher's vectors: {problem}")
     vectors = encode(teacher, texts, "mean")
     if file is not None:
-        file.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(file, lambda path: torch.save(vectors, path))
+        from safetensors.torch import save_file
+
+        atomic_write(file, lambda path: save_file({"vectors": vectors.contiguous()}, path))
+    return vectors
+
+
+def _read_vectors(file: Path, shape: tuple[int, int]) -> torch.Tensor:
+    """The (texts, teacher hidden) vectors kept in file; a ValueError saying why when the file is
+    damaged (not safetensors, no vectors, or vectors utils.vectors_problem refuses)."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(file), framework="pt") as f:
+            vectors = f.get_tensor("vectors")
+    except SafetensorError as exc:
+        raise ValueError(f"not a file of vectors: {exc}") from None
+    if problem := vectors_problem(vectors, *shape, of="texts"):
+        raise ValueError(problem)
     return vectors
 
 

@@ -30,13 +30,12 @@ import torch
 
 from minibert.retrieval import Passage, corpus_version, wiki_passages
 from minibert.retrieval_encoders import POOLINGS, Encoder, encode, load_encoder
-from minibert.utils import atomic_write, check_text, check_top_k
+from minibert.utils import atomic_write, check_text, check_top_k, read_kept, vectors_problem
 
 __all__ = ["Hit", "PassageIndex", "Searcher", "backends", "index_path", "passage_index", "search"]
 
 INDEX_KIND = "wiki-search"
 PARTIAL_SECONDS = 60  # a save's temporary file older than this was left by a killed process
-UNIT_TOLERANCE = 1e-3  # how far from 1 a saved vector's length may be (float32 rounding: ~1e-7)
 
 
 def backends() -> tuple[str, ...]:
@@ -88,14 +87,7 @@ class PassageIndex:
     def problem(self, passages: int, hidden: int) -> str | None:
         """Why these vectors cannot be the index of passages paragraphs by an encoder of hidden
         width (the shape, a NaN or inf, a row not of length 1: a damaged file), or None."""
-        vectors = self.vectors
-        if tuple(vectors.shape) != (passages, hidden):
-            return f"its vectors are {tuple(vectors.shape)}, not ({passages:,} passages, {hidden})"
-        if vectors.dtype != torch.float32 or not torch.isfinite(vectors).all():
-            return "some of its vectors are not float32 numbers (NaN, inf or another type)"
-        if not torch.allclose(vectors.norm(dim=1), torch.ones(passages), atol=UNIT_TOLERANCE):
-            return "some of its vectors are not of length 1 (all zeros, or scaled)"
-        return None
+        return vectors_problem(self.vectors, passages, hidden, of="passages", unit=True)
 
     def save(self, path: str | Path) -> Path:
         """Write the vectors and what made them to a safetensors file, atomically."""
@@ -180,18 +172,18 @@ def _remove_stale_partials(path: Path) -> None:
 def _kept(path: Path, made_by: tuple[str, str, str], shape: tuple[int, int]) -> PassageIndex | None:
     """The index kept at path, when made_by (corpus version, encoder fingerprint, pooling) made it
     and its vectors pass the one check on load (PassageIndex.problem); else None, to build it
-    again: silently when stale, with one line naming the file when damaged."""
-    try:
-        kept = PassageIndex.load(path)
-    except (OSError, ValueError) as exc:
-        damage = str(exc)
-    else:
+    again: silently when stale, with one line naming the file when damaged (utils.read_kept, the
+    rule of every cache)."""
+
+    def load(file: Path) -> PassageIndex | None:
+        kept = PassageIndex.load(file)
         if (kept.corpus, kept.encoder, kept.pooling) != made_by:
             return None  # another corpus or encoder: stale, not damaged
-        if (damage := kept.problem(*shape)) is None:
-            return kept
-    print(f"the index {path} is damaged ({damage}): building it again", file=sys.stderr)
-    return None
+        if damage := kept.problem(*shape):
+            raise ValueError(damage)
+        return kept
+
+    return read_kept(path, load, "index", "building it again")
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,13 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     import torch
+
+T = TypeVar("T")
+UNIT_TOLERANCE = 1e-3  # how far from 1 a unit vector read back may be (float32 rounding: ~1e-7)
 
 
 def set_seed(seed: int) -> None:
@@ -151,6 +154,40 @@ def check_top_k(top_k: object, most: int | None = None, of: str = "") -> int:
     if most is not None and top_k > most:
         raise ValueError(f"top_k must be at most {most:,} (the {of}), got {top_k:,}")
     return top_k
+
+
+def vectors_problem(
+    vectors: object, rows: int, width: int, of: str = "rows", unit: bool = False
+) -> str | None:
+    """Why vectors read back from a cache cannot be the (rows, width) float32 vectors expected (not
+    a tensor, another shape, a NaN or inf, with unit a row not of length 1: a damaged file), or
+    None; of names the rows ("passages"). The one check of every cache of vectors on load."""
+    import torch
+
+    if not isinstance(vectors, torch.Tensor):
+        return f"it holds a {type(vectors).__name__}, not a tensor of vectors"
+    if tuple(vectors.shape) != (rows, width):
+        return f"its vectors are {tuple(vectors.shape)}, not ({rows:,} {of}, {width})"
+    if vectors.dtype != torch.float32 or not torch.isfinite(vectors).all():
+        return "some of its vectors are not float32 numbers (NaN, inf or another type)"
+    if unit and not torch.allclose(vectors.norm(dim=1), torch.ones(rows), atol=UNIT_TOLERANCE):
+        return "some of its vectors are not of length 1 (all zeros, or scaled)"
+    return None
+
+
+def read_kept(path: Path, load: Callable[[Path], T | None], what: str, again: str) -> T | None:
+    """What a cache keeps at path, read by load; None (make it again) when there is no file, when
+    load returns None (made from other inputs: stale, said nothing) or when it raises ValueError
+    or OSError (damaged: said in one line on stderr naming the file, "the WHAT PATH is damaged
+    (why): AGAIN"). The one rule of every cache kept on disk (the search index, the teacher's
+    vectors): checked on load, never used damaged, made again."""
+    if not path.is_file():
+        return None
+    try:
+        return load(path)
+    except (OSError, ValueError) as exc:
+        print(f"the {what} {path} is damaged ({exc}): {again}", file=sys.stderr)
+        return None
 
 
 def is_plain_name(name: object) -> bool:

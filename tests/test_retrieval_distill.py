@@ -102,7 +102,7 @@ def test_a_short_run_brings_the_student_near_the_teachers_vectors(student, teach
 
 def test_the_teachers_vectors_are_computed_once_and_read_back(teacher, tmp_path, monkeypatch):
     first = teacher_vectors(teacher, TEXTS, tmp_path / "cache")
-    assert len(list((tmp_path / "cache").glob("teacher-*.pt"))) == 1
+    assert len(list((tmp_path / "cache").glob("teacher-*.safetensors"))) == 1
 
     def refuse(*args, **kwargs):
         raise AssertionError("encoded again")
@@ -111,6 +111,65 @@ def test_the_teachers_vectors_are_computed_once_and_read_back(teacher, tmp_path,
     torch.testing.assert_close(teacher_vectors(teacher, TEXTS, tmp_path / "cache"), first)
     with pytest.raises(AssertionError, match="encoded again"):  # other texts: another key
         teacher_vectors(teacher, TEXTS[:2], tmp_path / "cache")
+
+
+def test_a_damaged_teacher_cache_is_computed_again_with_one_line_naming_it(
+    teacher, tmp_path, capsys
+):
+    """A truncated or empty file, a pickled dict, NaN rows, too few rows, the wrong width: each
+    crashed distill (a PytorchStreamReader traceback, an AttributeError) or was trained on."""
+    from safetensors.torch import save_file
+
+    good = teacher_vectors(teacher, TEXTS, tmp_path / "cache")
+    (file,) = (tmp_path / "cache").glob("teacher-*")
+    sound = file.read_bytes()
+    nan = good.clone()
+    nan[2] = float("nan")
+    pickled = tmp_path / "dict.pt"
+    torch.save({"vectors": good.tolist()}, pickled)
+    damaged = {
+        "truncated": sound[: len(sound) // 2],
+        "empty": b"",
+        "a dict": pickled.read_bytes(),
+    }
+    for what, vectors in {"NaN": nan, "too few rows": good[:3], "too narrow": good[:, :16]}.items():
+        save_file({"vectors": vectors.contiguous()}, str(tmp_path / what))
+        damaged[what] = (tmp_path / what).read_bytes()
+    capsys.readouterr()
+    for what, content in damaged.items():
+        file.write_bytes(content)
+        again = teacher_vectors(teacher, TEXTS, tmp_path / "cache")
+        torch.testing.assert_close(again, good)
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"vectors {file} is damaged" in err, (what, err)
+        assert "computing them again" in err
+        assert file.read_bytes() == sound, what  # mended
+    teacher_vectors(teacher, TEXTS, tmp_path / "cache")
+    assert capsys.readouterr().err == ""  # a sound cache is read, silently
+
+
+def test_a_cache_that_is_a_file_is_refused_before_the_teacher_runs(teacher, tmp_path, monkeypatch):
+    """--cache FILE was refused only after the teacher's vectors were computed ([Errno 17] File
+    exists, exit 1); the flag's help promises a folder."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the teacher ran")
+
+    monkeypatch.setattr(retrieval_distill, "encode", refuse)
+    afile = tmp_path / "afile"
+    afile.write_text("x", encoding="utf-8")
+    with pytest.raises(ValueError, match="afile is a file; give a folder"):
+        teacher_vectors(teacher, TEXTS, afile)
+    with pytest.raises(ValueError, match="afile is a file, so .* cannot be made"):
+        teacher_vectors(teacher, TEXTS, afile / "cache")
+    student = narrow_folder(tmp_path / "student")
+    for cache in (afile, afile / "cache"):
+        done = cli("distill", "--teacher", str(teacher.folder), "--student", str(student),
+                   "--out", str(tmp_path / "o"), "--cache", str(cache))  # fmt: skip
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert "cache must be a folder" in done.stderr and f"{afile} is not a folder" in done.stderr
+        assert not (tmp_path / "o").exists()
+    assert afile.read_text(encoding="utf-8") == "x"
 
 
 def test_the_texts_are_the_training_articles_only():

@@ -63,6 +63,19 @@ class DistillResult:
         )
 
 
+def _cache_problem(value: object) -> str | None:
+    """What is wrong with --cache as the teacher vectors' folder (not a path; a file, or a path
+    under one), or None: checked when the options are made, before any work. (Whether it can be
+    written is teacher_vectors' to say: a read-only folder that holds the vectors is read.)"""
+    if SOURCE(value):
+        return "must be a path to a folder"
+    path = Path(value)
+    existing = next(p for p in (path, *path.parents) if p.exists() or p.is_symlink())
+    if not existing.is_dir():
+        return f"must be a folder for the teacher's vectors ({existing} is not a folder)"
+    return None
+
+
 @dataclass(kw_only=True)
 class DistillOptions:
     """``distill``'s options: teacher, student, the texts, the cache, and the loop's (``train``)."""
@@ -103,6 +116,8 @@ class DistillOptions:
 
     def __post_init__(self) -> None:
         check_fields(self)
+        if self.cache is not None and (problem := _cache_problem(self.cache)):
+            raise ValueError(f"cache {problem}, got {str(self.cache)!r}")  # one line, exit 2
 
 
 def distill(
