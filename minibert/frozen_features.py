@@ -4,7 +4,9 @@
     linear = fit_logistic_regression(x_train, labels, l2=1e-4)  # also a sparse bag of words
     predict(linear, x_test)                                     # (texts,) labels
 
-The baselines (minibert.tasks.baselines) fit the same logistic regression on a bag of words.
+The baselines (minibert.tasks.baselines) fit the same logistic regression on a bag of words. The
+features are ``retrieval.encoders``' vectors (one padding, one pooling vocabulary: "cls" the raw
+[CLS] vector, "pooler" BERT's pooler on it, "mean").
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Sequence
 
 import torch
 
-from minibert.model import mean_pool
+from minibert.retrieval.encoders import encode_pieces
 
 __all__ = ["fit_logistic_regression", "predict", "sentence_features"]
 
@@ -64,7 +66,6 @@ def predict(linear: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
         return (x @ linear.weight.T + linear.bias).argmax(-1)
 
 
-@torch.no_grad()
 def sentence_features(
     model,
     tokenizer,
@@ -73,7 +74,8 @@ def sentence_features(
     max_length: int = 128,
     batch_size: int = 64,
 ) -> torch.Tensor | tuple[torch.Tensor, ...]:
-    """Frozen features of a BertModel (or any model with .bert): (texts, hidden), [CLS] or mean.
+    """Frozen features of a BertModel (or any model with .bert): (texts, hidden), pooled as
+    ``retrieval.encoders.pool`` ('cls', 'pooler' or 'mean'), texts cut to max_length pieces.
 
     A tuple of poolings, e.g. ("cls", "mean"), gives a tuple of feature tensors from one pass.
     """
@@ -81,26 +83,7 @@ def sentence_features(
         raise ValueError("no texts to encode")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    poolings = (pooling,) if isinstance(pooling, str) else tuple(pooling)
-    if not poolings or any(p not in ("cls", "mean") for p in poolings):
-        raise ValueError(f"pooling must be 'cls', 'mean' or a tuple of them, got {pooling!r}")
     encoder = getattr(model, "bert", model).eval()
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths pad less
-    rows: dict[str, list[torch.Tensor]] = {p: [] for p in poolings}
-    for start in range(0, len(texts), batch_size):
-        batch = tokenizer.encode_batch(
-            [texts[i] for i in order[start : start + batch_size]],
-            max_length=max_length,
-            truncation=True,
-        )
-        hidden = encoder(**batch).last_hidden_state  # (batch, seq, hidden)
-        for p in poolings:
-            rows[p].append(
-                hidden[:, 0] if p == "cls" else mean_pool(hidden, batch["attention_mask"])
-            )
-    features = []
-    for p in poolings:
-        pooled = torch.cat(rows[p])
-        features.append(torch.empty_like(pooled))
-        features[-1][torch.tensor(order)] = pooled  # back in the order of texts
-    return features[0] if isinstance(pooling, str) else tuple(features)
+    cut = {"max_length": max_length, "truncation": True, "padding": False}
+    pieces = [e.input_ids for e in tokenizer.encode_batch(list(texts), **cut, return_tensors=None)]
+    return encode_pieces(encoder, pieces, tokenizer.pad_token_id, pooling, batch_size)

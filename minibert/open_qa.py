@@ -6,9 +6,10 @@ of the course's Wikipedia that may hold the answer, a reader finds the span in t
     asker = Asker(retriever="bm25", reader="runs/qa")   # load once, then ask many questions
     asker("when was it built?", top_k=5)
 
-The retriever ranks every paragraph (``Retriever``): 'hybrid' by default, BM25 and an encoder's
-cosine (MiniLM mean-pooled) each standardised per question and weighted
-(``retrieval.hybrid_scores``, the dense weight HYBRID_WEIGHT): the best row of
+The retriever ranks every paragraph, read only through the retrievers' one interface
+(``retrieval.retriever``: ``search(queries, k)``): any registered name or an encoder. 'hybrid' by
+default, BM25 and an encoder's cosine (MiniLM mean-pooled) each standardised per question and
+weighted (``retrieval.hybrid``, the dense weight HYBRID_WEIGHT): the best row of
 benchmarks/results/retrieval.json, its weight chosen there on the dev questions; 'bm25' alone
 (no model); or an encoder alone ('minilm', 'course', a folder). The reader is a folder fine-tuned
 on wiki-qa (``minibert finetune --task wiki-qa``); none is shipped, so ``default_reader()`` names
@@ -37,12 +38,18 @@ from pathlib import Path
 
 import torch
 
-from minibert import assets, corpora, inference, retrieval, tasks
+from minibert import assets, corpora, inference, tasks
 from minibert.model import BertForQuestionAnswering, BertForSequenceClassification
 from minibert.options import NON_NEGATIVE
-from minibert.retrieval import BM25, Passage, hybrid_scores, words
-from minibert.retrieval_encoders import encode
-from minibert.retrieval_index import Hit, Searcher
+from minibert.retrieval.retriever import (
+    HYBRID,
+    HYBRID_WEIGHT,
+    Hit,
+    Passage,
+    Retriever,
+    hits,
+    retriever_of,
+)
 from minibert.tasks.qa import trained_length
 from minibert.tokenization import BertTokenizer
 from minibert.utils import check_text, check_top_k
@@ -56,16 +63,12 @@ __all__ = [
     "OpenAnswer",
     "Read",
     "Reranker",
-    "Retriever",
     "ask",
     "default_reader",
     "load_reader",
     "reader_command",
 ]
 
-# the hybrid's dense weight: the one chosen on the dev questions by benchmarks/retrieval.py (its
-# "hybrid: BM25 + MiniLM mean" row; a test checks the two agree)
-HYBRID_WEIGHT = 0.55
 DEFAULT_TOP_K = 5  # paragraphs the reader reads
 # the answer's score: span score + RETRIEVAL_WEIGHT x its paragraph's standardised retrieval score,
 # the weight chosen on the dev questions among 0, 0.25, 0.5, 1, 2, 4, 8 (the hybrid retriever, five
@@ -74,72 +77,18 @@ RETRIEVAL_WEIGHT = 1.0
 RERANK_DEPTH = 20  # the first stage's paragraphs a re-ranker reads
 PAIR_LENGTH = 128  # pieces of [CLS] question [SEP] sentence [SEP] (wiki-qnli's training length)
 ENTAILMENT = "entailment"  # wiki-qnli's label: the sentence holds the answer
-LEXICAL = "bm25"
-HYBRID = "hybrid"
 
 
-class Retriever:
-    """Every passage scored for a question: 'bm25' (no model), 'hybrid' (BM25 and the encoder's
-    cosine, standardised per question, (1 - weight) * BM25 + weight * cosine), or an encoder
-    alone ('minilm', 'course' or a BERT folder: its mean-pooled cosine)."""
-
-    def __init__(
-        self,
-        name: str | Path = HYBRID,
-        passages: Sequence[Passage] | None = None,
-        encoder: str | Path = "minilm",
-        weight: float = HYBRID_WEIGHT,
-        quiet: bool = True,
-    ):
-        if not 0 <= weight <= 1:
-            raise ValueError(f"the hybrid's weight must be in [0, 1], got {weight}")
-        self.name, self.weight = str(name), weight
-        self.passages = retrieval.wiki_passages() if passages is None else list(passages)
-        self.bm25 = self.dense = None
-        if self.name in (LEXICAL, HYBRID):
-            self.bm25 = BM25([words(p.text) for p in self.passages])
-        if self.name != LEXICAL:
-            dense = encoder if self.name == HYBRID else name
-            self.dense = Searcher(dense, "mean", self.passages, quiet)
-
-    @property
-    def measure(self) -> str:
-        """What a hit's score is: 'BM25 score', 'cosine' or 'hybrid score'."""
-        return {LEXICAL: "BM25 score", HYBRID: "hybrid score"}.get(self.name, "cosine")
-
-    def scores(self, question: str) -> torch.Tensor:
-        """(passages,) the question's score for every passage, higher better."""
-        _check_question(question)
-        lexical = self.bm25.scores(words(question)) if self.bm25 is not None else None
-        if self.name == LEXICAL and not lexical.any():
-            raise ValueError(
-                f"BM25 finds none of the question's words in the passages ({question!r}); "
-                "rephrase it, or use a dense or hybrid retriever"
-            )
-        if self.dense is None:
-            return lexical
-        query = encode(self.dense.encoder, [question], "mean")  # (1, hidden)
-        unit = torch.nn.functional.normalize(query, dim=-1)
-        cosine = (unit @ self.dense.index.vectors.T)[0]  # (passages,)
-        if lexical is None:
-            return cosine
-        return hybrid_scores(lexical[None], cosine[None], self.weight)[0]
-
-    def top(self, question: str, top_k: int = DEFAULT_TOP_K) -> tuple[list[Hit], torch.Tensor]:
-        """The top_k passages for a question, best first, and (passages,) every passage's score
-        standardised over the corpus for this question (minus the mean, over the deviation)."""
-        check_top_k(top_k, len(self.passages), "paragraphs in the corpus")
-        scores = self.scores(question).double()
-        best = scores.topk(top_k)
-        hits = [
-            Hit(rank, float(s), int(i), self.passages[int(i)])
-            for rank, (s, i) in enumerate(zip(best.values, best.indices), 1)
-        ]
-        return hits, (scores - scores.mean()) / scores.std().clamp(min=1e-12)
-
-    def __call__(self, question: str, top_k: int = DEFAULT_TOP_K) -> list[Hit]:
-        """The top_k passages for a question, best first."""
-        return self.top(question, top_k)[0]
+def ranked(retriever: Retriever, question: str, top_k: int) -> tuple[list[Hit], torch.Tensor]:
+    """The top_k passages for a question, best first, and (passages,) every passage's score
+    standardised over the corpus for this question (minus the mean, over the deviation): one
+    search of every passage through the retrievers' interface."""
+    n = len(retriever.passages)
+    check_top_k(top_k, n, "paragraphs in the corpus")
+    every = hits(retriever, question, n, what="question")  # the question's scores, all of them
+    scores = torch.empty(n, dtype=torch.float64)
+    scores[[h.index for h in every]] = torch.tensor([h.score for h in every], dtype=torch.float64)
+    return every[:top_k], (scores - scores.mean()) / scores.std().clamp(min=1e-12)
 
 
 def _check_question(question: str) -> None:
@@ -289,13 +238,13 @@ class Reranker:
 
 class Asker:
     """A retriever and a reader, loaded once: call it with a question for an OpenAnswer.
-    retriever: 'hybrid' (default), 'bm25' or an encoder; encoder and weight: the hybrid's dense
-    side and weight; reader: a wiki-qa folder (default_reader() when None); rerank: a wiki-qnli
+    retriever: a retriever's name ('hybrid', the default; 'bm25'; any registered name), an encoder,
+    or a retriever itself; encoder and weight: the hybrid's other side and weight; reader: a wiki-qa folder (default_reader() when None); rerank: a wiki-qnli
     folder that re-ranks the retriever's RERANK_DEPTH best before the reader reads top_k."""
 
     def __init__(
         self,
-        retriever: str | Path = HYBRID,
+        retriever: str | Path | Retriever = HYBRID,
         reader: str | Path | None = None,
         encoder: str | Path = "minilm",
         weight: float = HYBRID_WEIGHT,
@@ -310,7 +259,12 @@ class Asker:
         self.reader, self.tokenizer = load_reader(reader)  # first: a missing reader fails fast
         self.reader_length = trained_length(Path(reader) if reader else default_reader())
         self.reranker = Reranker(rerank) if rerank is not None else None
-        self.retriever = Retriever(retriever, passages, encoder, weight, quiet)
+        if not 0 <= weight <= 1:
+            raise ValueError(f"the hybrid's weight must be in [0, 1], got {weight}")
+        if isinstance(retriever, str | Path):
+            settings = {"encoder": encoder, "weight": weight, "quiet": quiet}
+            retriever = retriever_of(retriever, passages, **settings)
+        self.retriever = retriever
 
     @property
     def measure(self) -> str:
@@ -326,13 +280,13 @@ class Asker:
         retrieval_weight x its paragraph's standardised retrieval score; max_length: the reader's
         window (default: its training length), windows overlapping by a quarter."""
         depth = min(RERANK_DEPTH, len(self.retriever.passages))  # a small corpus: all of it
-        hits, z = self.retriever.top(question, top_k if self.reranker is None else depth)
+        found, z = ranked(self.retriever, question, top_k if self.reranker is None else depth)
         if self.reranker is not None:
-            hits = self.reranker(question, hits, top_k)
+            found = self.reranker(question, found, top_k)
         length = max_length or self.reader_length
         tok, reader, weight = self.tokenizer, self.reader, self.retrieval_weight
         read = []
-        for hit in hits:
+        for hit in found:
             span = inference.answer(reader, tok, question, hit.text, length, length // 4)
             evidence = float(z[hit.index])
             read.append(Read(hit, span, evidence, span.score + weight * evidence))
@@ -345,7 +299,7 @@ class Asker:
 
 def ask(
     question: str,
-    retriever: str | Path = HYBRID,
+    retriever: str | Path | Retriever = HYBRID,
     reader: str | Path | None = None,
     top_k: int = DEFAULT_TOP_K,
     encoder: str | Path = "minilm",

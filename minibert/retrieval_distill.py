@@ -33,7 +33,7 @@ from torch import nn
 from minibert import corpora
 from minibert.config import BertConfig
 from minibert.model import BertModel, BertPreTrainedModel, check_inputs, mean_pool
-from minibert.retrieval_encoders import Encoder, encode
+from minibert.retrieval.encoders import Encoder, encode
 from minibert.training import TrainOptions, train
 from minibert.utils import atomic_write, folder_problem, read_kept, vectors_problem
 

@@ -1,6 +1,6 @@
 """Shared test set-up: a non-interactive matplotlib backend, offline reference libraries, and the
-helpers several test modules use (a tiny config, synthetic documents, a tiny saved encoder, the CLI
-run in this process). Test modules import helpers from here, never from one another."""
+helpers several test modules use (a tiny config, synthetic documents, a tiny saved encoder and span
+reader, the CLI run in this process). Test modules import helpers from here, never from one another."""
 
 import os
 import subprocess
@@ -85,6 +85,22 @@ def tiny_encoder_folder(folder, seed=0):
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
     minibert.set_seed(seed)
     BertModel(make_tiny_config(vocab_size=len(vocab))).save_pretrained(folder)
+    BertTokenizer(vocab).save_pretrained(folder)
+    return folder
+
+
+def tiny_reader_folder(folder, texts, cls=None, **config):
+    """A saved tiny span reader (random weights, its head saved; or another task model, cls)
+    whose vocabulary is the words of texts."""
+    import minibert
+    from minibert.model import BertForQuestionAnswering
+    from minibert.tokenization import BertTokenizer
+
+    words = sorted({w for t in texts for w in t.split()})
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+    minibert.set_seed(0)
+    model = (cls or BertForQuestionAnswering)(make_tiny_config(vocab_size=len(vocab), **config))
+    model.save_pretrained(folder)
     BertTokenizer(vocab).save_pretrained(folder)
     return folder
 

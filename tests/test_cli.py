@@ -200,7 +200,7 @@ def test_damaged_model_folders_are_one_line(tmp_path):
 
 def test_ctrl_c_in_any_command_is_one_line_and_exit_130(monkeypatch, capsys):
     """Ctrl-C while `search` built its index: a 60-line KeyboardInterrupt traceback."""
-    from minibert import retrieval_index
+    from minibert.retrieval import index as retrieval_index
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt  # as Ctrl-C while the paragraphs are encoded

@@ -93,11 +93,10 @@ def test_finetune_on_the_span_task_prints_squads_scores(tmp_path, capsys):
 def test_every_tasks_folder_is_answered_by_the_command_of_its_shape(
     folders, name, capsys, monkeypatch
 ):
-    from minibert import retrieval_index
-    from minibert.retrieval import Passage
+    from minibert.retrieval import Passage, corpus
 
     paris = [Passage("Paris", 0, "the tower is in paris ."), Passage("Cats", 0, "cats sleep .")]
-    monkeypatch.setattr(retrieval_index, "wiki_passages", lambda: paris)  # a small haystack
+    monkeypatch.setattr(corpus, "wiki_passages", lambda: paris)  # a small haystack
     task, folder = tasks.get(name), folders[name]
     assert tasks.of_folder(folder) is task
     command = COMMAND[task.shape]

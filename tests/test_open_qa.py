@@ -7,14 +7,16 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import cli, make_tiny_config, tiny_encoder_folder
+from conftest import cli, tiny_encoder_folder
+from conftest import tiny_reader_folder as reader_folder
 
 import minibert
 from minibert import inference, open_qa, retrieval
 from minibert.model import BertForQuestionAnswering, BertForSequenceClassification
-from minibert.open_qa import Asker, Retriever
-from minibert.retrieval import Passage
-from minibert.retrieval_encoders import encode, load_encoder
+from minibert.open_qa import Asker
+from minibert.retrieval import Passage, corpus, hits, retriever_of
+from minibert.retrieval.encoders import encode, load_encoder
+from minibert.retrieval.measures import every_score
 from minibert.tokenization import BertTokenizer
 
 PASSAGES = [
@@ -30,12 +32,7 @@ RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "r
 
 def tiny_reader_folder(folder: Path, cls=BertForQuestionAnswering, **config) -> Path:
     """A saved tiny span reader (random weights, its head saved) with the passages' words."""
-    words = sorted({w for p in PASSAGES for w in p.text.split()} | set(QUESTION.split()))
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
-    minibert.set_seed(0)
-    cls(make_tiny_config(vocab_size=len(vocab), **config)).save_pretrained(folder)
-    BertTokenizer(vocab).save_pretrained(folder)
-    return folder
+    return reader_folder(folder, [p.text for p in PASSAGES] + [QUESTION], cls, **config)
 
 
 @pytest.fixture(scope="module")
@@ -47,30 +44,38 @@ def folders(tmp_path_factory):
 @pytest.fixture
 def wiki(monkeypatch):
     """The package's Wikipedia replaced by the five passages."""
-    monkeypatch.setattr(retrieval, "wiki_passages", lambda: PASSAGES)
+    monkeypatch.setattr(corpus, "wiki_passages", lambda: PASSAGES)
+
+
+def every_passage(retriever, question: str) -> torch.Tensor:
+    """(passages,) the question's score for every passage, through the one interface."""
+    n = len(retriever.passages)
+    return every_score(retriever.search([question], n), n)[0]
 
 
 def test_bm25_hybrid_and_dense_retrievers_score_as_defined(folders):
     encoder_folder, _ = folders
-    bm25 = Retriever("bm25", PASSAGES)
+    bm25 = retriever_of("bm25", PASSAGES)
     expected = retrieval.BM25([retrieval.words(p.text) for p in PASSAGES])
-    torch.testing.assert_close(bm25.scores(QUESTION), expected.scores(retrieval.words(QUESTION)))
-    hits = bm25(QUESTION, top_k=2)
-    assert [h.rank for h in hits] == [1, 2] and hits[0].passage == PASSAGES[3]
+    want = expected.scores(retrieval.words(QUESTION))
+    torch.testing.assert_close(every_passage(bm25, QUESTION), want)
+    found = hits(bm25, QUESTION, 2)
+    assert [h.rank for h in found] == [1, 2] and found[0].passage == PASSAGES[3]
     assert bm25.measure == "BM25 score"
-    dense = Retriever(encoder_folder, PASSAGES)
+    dense = retriever_of(encoder_folder, PASSAGES)
     vectors = encode(load_encoder(encoder_folder), [QUESTION] + [p.text for p in PASSAGES])
     unit = torch.nn.functional.normalize(vectors, dim=-1)
-    torch.testing.assert_close(dense.scores(QUESTION), unit[1:] @ unit[0], atol=1e-5, rtol=0)
-    hybrid = Retriever("hybrid", PASSAGES, encoder=encoder_folder, weight=0.3)
-    lexical, cosine = bm25.scores(QUESTION)[None], dense.scores(QUESTION)[None]
-    want = retrieval.hybrid_scores(lexical, cosine, 0.3)[0]
-    torch.testing.assert_close(hybrid.scores(QUESTION), want, atol=1e-5, rtol=0)  # float32
+    cosines = every_passage(dense, QUESTION)
+    torch.testing.assert_close(cosines, (unit[1:] @ unit[0]).double(), atol=1e-5, rtol=0)
+    hybrid = retriever_of("hybrid", PASSAGES, encoder=encoder_folder, weight=0.3)
+    lexical = every_passage(bm25, QUESTION)[None]
+    want = retrieval.hybrid_scores(lexical, cosines[None], 0.3)[0]
+    torch.testing.assert_close(every_passage(hybrid, QUESTION), want, atol=1e-5, rtol=0)
     assert hybrid.measure == "hybrid score" and dense.measure == "cosine"
     with pytest.raises(ValueError, match="weight must be in"):
-        Retriever("hybrid", PASSAGES, encoder=encoder_folder, weight=1.5)
+        retriever_of("hybrid", PASSAGES, encoder=encoder_folder, weight=1.5)
     with pytest.raises(ValueError, match="none of the question's words"):
-        bm25("zebra xylophone")
+        hits(bm25, "zebra xylophone", 5, what="question")
 
 
 def test_the_answer_is_the_best_span_score_over_the_paragraphs_not_the_first(folders, monkeypatch):
@@ -98,7 +103,7 @@ def test_the_retrieval_score_standardised_adds_to_the_span_score(folders, monkey
     monkeypatch.setattr(open_qa.inference, "answer", level)
     asker = Asker("bm25", reader, passages=PASSAGES, retrieval_weight=0.5)
     found = asker(QUESTION, top_k=3)
-    scores = asker.retriever.scores(QUESTION).double()
+    scores = every_passage(asker.retriever, QUESTION)
     z = (scores - scores.mean()) / scores.std()
     for r in found.read:
         assert r.retrieval_z == pytest.approx(float(z[r.hit.index]))
@@ -217,10 +222,10 @@ def test_reranking_orders_the_first_stage_by_the_classifier_and_cuts_to_top_k(
     tmp_path, monkeypatch
 ):
     reranker = open_qa.Reranker(tiny_pair_classifier(tmp_path / "qnli"))
-    hits = Retriever("bm25", PASSAGES)(QUESTION, top_k=4)
+    first = hits(retriever_of("bm25", PASSAGES), QUESTION, 4)
     monkeypatch.setattr(reranker, "scores", lambda q, texts: torch.tensor([0.1, 0.7, 0.1, 0.9]))
-    again = reranker(QUESTION, hits, top_k=3)
-    assert [h.passage for h in again] == [hits[3].passage, hits[1].passage, hits[0].passage]
+    again = reranker(QUESTION, first, top_k=3)
+    assert [h.passage for h in again] == [first[3].passage, first[1].passage, first[0].passage]
     assert [h.rank for h in again] == [1, 2, 3] and [h.score for h in again] == pytest.approx(
         [0.9, 0.7, 0.1]
     )  # a tie (0.1, 0.1) keeps the first stage's order
@@ -265,7 +270,7 @@ def test_top_k_is_at_most_the_corpus_said_in_one_line(folders, wiki):
     with pytest.raises(
         ValueError, match=r"top_k must be at most 5 \(the paragraphs in the corpus\)"
     ):
-        Retriever("bm25", PASSAGES).top(QUESTION, 6)
+        open_qa.ranked(retriever_of("bm25", PASSAGES), QUESTION, 6)
     with pytest.raises(ValueError, match="at most 5 .*, got 100,000,000,000,000,000,000"):
         minibert.ask(QUESTION, retriever="bm25", reader=reader, top_k=10**20)
     done = cli(

@@ -12,7 +12,6 @@ from minibert.retrieval import (
     BM25,
     TfIdf,
     hybrid_scores,
-    in_batch_loss,
     per_query,
     ranks_of,
     retrieval_scores,
@@ -130,20 +129,6 @@ def test_hybrid_standardises_each_retrievers_scores_per_query():
     )
     with pytest.raises(ValueError, match="weight in"):
         hybrid_scores(lexical, dense, 1.5)
-
-
-def test_in_batch_loss_against_a_hand_computation():
-    q = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
-    p = torch.tensor([[3.0, 0.0], [1.0, 1.0]])
-    c = 1 / math.sqrt(2)
-    # cosines: q0.p0 = 1, q0.p1 = c, q1.p0 = 0, q1.p1 = c; temperature 0.5 doubles them
-    row0 = -math.log(math.exp(2) / (math.exp(2) + math.exp(2 * c)))
-    row1 = -math.log(math.exp(2 * c) / (math.exp(0) + math.exp(2 * c)))
-    assert in_batch_loss(q, p, temperature=0.5).item() == pytest.approx((row0 + row1) / 2)
-    with pytest.raises(ValueError, match="batch >= 2"):
-        in_batch_loss(q[:1], p[:1])
-    with pytest.raises(ValueError, match="temperature"):
-        in_batch_loss(q, p, temperature=0.0)
 
 
 def test_every_question_points_at_its_own_paragraph():

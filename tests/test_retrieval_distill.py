@@ -8,10 +8,10 @@ import torch
 from conftest import TEXTS, cli, make_tiny_config, tiny_encoder_folder
 
 import minibert
-from minibert import corpora, retrieval_distill, retrieval_index
+from minibert import corpora, retrieval_distill
 from minibert.model import BertModel
 from minibert.recipes import distill_recipe
-from minibert.retrieval import Passage
+from minibert.retrieval import Passage, corpus
 from minibert.retrieval_distill import (
     Student,
     collate_distill,
@@ -21,7 +21,7 @@ from minibert.retrieval_distill import (
     teacher_vectors,
     training_texts,
 )
-from minibert.retrieval_encoders import encode, load_encoder
+from minibert.retrieval.encoders import encode, load_encoder
 from minibert.tokenization import BertTokenizer
 
 
@@ -187,7 +187,7 @@ def test_distill_leaves_a_folder_that_search_reads(tmp_path, monkeypatch):
     student = narrow_folder(tmp_path / "student")
     monkeypatch.setattr(distill_recipe, "training_texts", lambda units: TEXTS)
     passages = [Passage(f"A{i}", 0, text) for i, text in enumerate(TEXTS)]
-    monkeypatch.setattr(retrieval_index, "wiki_passages", lambda: passages)
+    monkeypatch.setattr(corpus, "wiki_passages", lambda: passages)
     out = tmp_path / "distilled"
     done = cli("distill", "--teacher", str(teacher), "--student", str(student), "--out", str(out),
                "--steps", "20", "--batch-size", "5", "--lr", "3e-3",

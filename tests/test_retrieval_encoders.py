@@ -7,7 +7,7 @@ import torch
 from conftest import TEXTS, tiny_encoder_folder
 
 import minibert
-from minibert.retrieval_encoders import (
+from minibert.retrieval.encoders import (
     Whitening,
     anisotropy,
     encode,
@@ -30,6 +30,52 @@ def test_pooling_is_the_cls_vector_or_the_mean_of_the_real_tokens(tiny):
     mask = batch["attention_mask"].unsqueeze(-1).float()
     torch.testing.assert_close(encode(tiny, TEXTS, "cls"), hidden[:, 0])
     torch.testing.assert_close(encode(tiny, TEXTS, "mean"), (hidden * mask).sum(1) / mask.sum(1))
+
+
+def test_pooler_pooling_is_berts_pooler_on_the_cls_vector(tiny):
+    batch = tiny.tokenizer.encode_batch(TEXTS)
+    with torch.no_grad():
+        pooled = tiny.model(**batch).pooler_output  # dense + tanh on [CLS]
+    torch.testing.assert_close(encode(tiny, TEXTS, "pooler"), pooled, atol=1e-6, rtol=0)
+
+
+def test_an_old_pooling_name_is_refused_naming_the_new_one(tiny):
+    """'first' was the raw [CLS] vector where 'cls' meant BERT's pooler; now 'cls' is the raw
+    vector and 'pooler' the pooler, in every module."""
+    from minibert.config import BertConfig
+    from minibert.frozen_features import sentence_features
+    from minibert.retrieval.bi_encoder import BiEncoder
+    from minibert.retrieval.index import passage_index
+
+    refused = r"pooling 'first' is now 'cls' \(the raw \[CLS\] vector; 'pooler' is BERT's pooler"
+    with pytest.raises(ValueError, match=refused):
+        encode(tiny, TEXTS, "first")
+    with pytest.raises(ValueError, match=refused):
+        passage_index(tiny, "first")
+    with pytest.raises(ValueError, match=refused):
+        BiEncoder(BertConfig(**tiny.model.config.to_dict()), pooling="first")
+    with pytest.raises(ValueError, match=refused):
+        sentence_features(tiny.model, tiny.tokenizer, TEXTS, "first")
+    with pytest.raises(ValueError, match=refused):
+        sentence_features(tiny.model, tiny.tokenizer, TEXTS, ("mean", "first"))
+
+
+def test_cached_vectors_are_read_back_and_damaged_ones_computed_again(tiny, tmp_path, capsys):
+    from safetensors.torch import save_file
+
+    first = encode(tiny, TEXTS, "cls", cache=tmp_path)
+    (file,) = tmp_path.glob("vectors-*.safetensors")
+    save_file({"vectors": torch.zeros(5, 32)}, str(file))  # a kept file is read, not computed
+    assert encode(tiny, TEXTS, "cls", cache=tmp_path).abs().sum() == 0
+    encode(tiny, TEXTS, "mean", cache=tmp_path)  # another pooling: another file
+    assert len(list(tmp_path.glob("vectors-*.safetensors"))) == 2
+    capsys.readouterr()
+    file.write_bytes(b"not a tensor")
+    torch.testing.assert_close(encode(tiny, TEXTS, "cls", cache=tmp_path), first)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"the file of vectors {file} is damaged" in err
+    with pytest.raises(ValueError, match="is a file; give a folder"):
+        encode(tiny, TEXTS, cache=file)
 
 
 def test_batches_of_similar_length_give_each_text_its_own_vector(tiny):

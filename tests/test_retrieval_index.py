@@ -8,10 +8,10 @@ import torch
 from conftest import cli, tiny_encoder_folder
 
 import minibert
-from minibert import retrieval_index
-from minibert.retrieval import Passage
-from minibert.retrieval_encoders import load_encoder
-from minibert.retrieval_index import PassageIndex, Searcher, index_path, passage_index
+from minibert.retrieval import Passage, corpus
+from minibert.retrieval import index as retrieval_index
+from minibert.retrieval.encoders import load_encoder
+from minibert.retrieval.index import PassageIndex, Searcher, index_path, passage_index
 
 PASSAGES = [
     Passage("Cats", 0, "the cat sat on the mat"),
@@ -88,7 +88,7 @@ def test_search_finds_a_passage_by_its_own_text(folder):
 
 
 def test_mb_search_and_the_command_print_rank_score_and_article(folder, monkeypatch):
-    monkeypatch.setattr(retrieval_index, "wiki_passages", lambda: PASSAGES)
+    monkeypatch.setattr(corpus, "wiki_passages", lambda: PASSAGES)
     hits = minibert.search(folder, "a dog sat on a log and the dog slept on the log all day", 2)
     assert hits[0].title == "Dogs" and len(hits) == 2
     done = cli("search", str(folder), "the cat sat on the mat", "--top-k", "2")
@@ -119,7 +119,7 @@ def test_a_folder_that_is_not_an_encoder_is_one_line(tmp_path):
 
 
 def test_top_k_is_at_most_the_paragraphs_searched_said_in_one_line(folder, monkeypatch):
-    monkeypatch.setattr(retrieval_index, "wiki_passages", lambda: PASSAGES)
+    monkeypatch.setattr(corpus, "wiki_passages", lambda: PASSAGES)
     assert len(minibert.search(folder, "the cat", top_k=5)) == 5
     with pytest.raises(ValueError, match=r"top_k must be at most 5 \(the paragraphs searched\)"):
         minibert.search(folder, "the cat", top_k=10**20)

@@ -10,15 +10,15 @@ from conftest import tiny_encoder_folder
 
 from minibert import assets, corpora, tasks
 from minibert.retrieval import wiki_queries
-from minibert.retrieval_encoders import load_encoder
-from minibert.retrieval_selfsup import (
+from minibert.retrieval.bi_encoder import BiEncoder, collate_pairs, pair_examples
+from minibert.retrieval.corpus import (
     ICT_KEEP,
     ict_pairs,
     pairs_of,
     simcse_pairs,
     training_paragraphs,
 )
-from minibert.retrieval_training import BiEncoder, collate_pairs, pair_examples
+from minibert.retrieval.encoders import load_encoder
 from minibert.tokenization import BertTokenizer
 
 PARAGRAPH = ("the cat sat on the mat .", "the tower is in paris .", "cats and dogs .")

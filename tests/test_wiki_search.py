@@ -9,9 +9,9 @@ import pytest
 import torch
 from conftest import cli, tiny_encoder_folder
 
-from minibert import retrieval, retrieval_index, tasks
-from minibert.retrieval import Passage, Query
-from minibert.retrieval_encoders import encode, load_encoder
+from minibert import retrieval, tasks
+from minibert.retrieval import Passage, Query, corpus
+from minibert.retrieval.encoders import encode, load_encoder
 from minibert.tasks.wiki_search import RANKED, in_batch_metrics
 from minibert.tokenization import BertTokenizer
 
@@ -40,9 +40,8 @@ def _queries(split: str, passages=None) -> list[Query]:
 @pytest.fixture
 def toy(monkeypatch):
     """The package's Wikipedia and questions replaced by the five passages and their queries."""
-    monkeypatch.setattr(retrieval, "wiki_passages", lambda: PASSAGES)
-    monkeypatch.setattr(retrieval, "wiki_queries", _queries)
-    monkeypatch.setattr(retrieval_index, "wiki_passages", lambda: PASSAGES)
+    monkeypatch.setattr(corpus, "wiki_passages", lambda: PASSAGES)
+    monkeypatch.setattr(corpus, "wiki_queries", _queries)
 
 
 def test_the_scores_are_recall_at_k_and_mrr_at_10_of_the_gold_passages_ranks():

@@ -47,8 +47,8 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
         "--retriever",
         default="hybrid",
         help="'hybrid' (default: BM25 and --encoder's cosine, the best retriever measured in "
-        "benchmarks/results/retrieval.json), 'bm25' (no model), or an encoder alone: 'minilm', "
-        "'course' or a BERT folder",
+        "benchmarks/results/retrieval.json), 'bm25' (no model), 'tfidf', or an encoder alone: "
+        "'minilm', 'course' or a BERT folder",
     )
     ask.add_argument(
         "--reader",
@@ -65,7 +65,8 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
     ask.add_argument(
         "--encoder",
         default="minilm",
-        help="the hybrid's dense side: 'minilm' (default), 'course' or a BERT folder",
+        help="the hybrid's other side: 'minilm' (default), 'course', a BERT folder or a "
+        "retriever's name",
     )
     ask.add_argument(
         "--weight",

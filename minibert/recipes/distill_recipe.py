@@ -23,7 +23,7 @@ from minibert.retrieval_distill import (
     teacher_vectors,
     training_texts,
 )
-from minibert.retrieval_encoders import load_encoder
+from minibert.retrieval.encoders import load_encoder
 from minibert.training import TrainOptions
 from minibert.utils import atomic_write, default_device
 

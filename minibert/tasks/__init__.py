@@ -22,7 +22,7 @@ here. A new task is one module here: a function that returns its three datasets 
 ``register(Task(...))`` call (``reviews.py``, ``capitalisation.py``, ``qa.py``, ``qnli.py``),
 imported below; a new input shape is one ``register_shape`` in its task module (``qa.py``'s span
 of a context, ``swag.py``'s multiple choice) and, in ``model.py``, its head (the vector shape
-has none: ``wiki_search.py``'s model is ``retrieval_training.BiEncoder``).
+has none: ``wiki_search.py``'s model is ``retrieval.bi_encoder.BiEncoder``).
 """
 
 from __future__ import annotations

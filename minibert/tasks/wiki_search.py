@@ -3,8 +3,8 @@ paragraph's, every other paragraph of the batch a negative (DPR, Karpukhin et al
 measure it by ranking every paragraph of the course's Wikipedia for each held-out question.
 
 The shape is "vector": one vector per text, the mean of the last layer's tokens (as MiniLM pools
-and ``minibert search`` searches), no head. Its model is ``retrieval_training.BiEncoder`` (one
-BERT for both sides, ``retrieval.in_batch_loss`` at temperature 0.05); its folder is a BERT that
+and ``minibert search`` searches), no head. Its model is ``retrieval.bi_encoder.BiEncoder`` (one
+BERT for both sides, ``retrieval.in_batch.InBatchLoss`` at temperature 0.05); its folder is a BERT that
 ``minibert search FOLDER "QUERY"`` reads. The data are ``retrieval``'s: each wiki-qa question with
 the paragraph it was written about, split by article (test = the held-out articles' questions);
 the haystack is every paragraph of all the articles.
@@ -18,16 +18,18 @@ prediction. Baselines at the same questions: BM25 and TF-IDF cosine.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from minibert import retrieval
-from minibert.retrieval import BM25, CUTOFFS, Passage, Query, TfIdf, retrieval_scores, words
-from minibert.retrieval_training import BiEncoder, collate_pairs
+from minibert.retrieval import corpus
+from minibert.retrieval.bi_encoder import BiEncoder, collate_pairs
+from minibert.retrieval.corpus import Passage, Query
+from minibert.retrieval.encoders import encode_pieces, fingerprint
+from minibert.retrieval.lexical import BM25, TfIdf
+from minibert.retrieval.measures import CUTOFFS, retrieval_scores
 from minibert.tasks.registry import Baseline, Selection, Task, register, subset
 from minibert.tasks.shapes import Shape, register_shape
 from minibert.utils import evaluating
@@ -77,35 +79,15 @@ def _pieces(tokenizer, texts: Sequence[str], max_length: int) -> list[list[int]]
 
 
 def _vectors(net: BiEncoder, pieces: Sequence[list[int]], pad_token_id: int) -> torch.Tensor:
-    """(texts, hidden) unit vectors of the pooled texts, batched by length, in inference mode."""
-    order = sorted(range(len(pieces)), key=lambda i: -len(pieces[i]))
-    device = next(net.parameters()).device
-    out = torch.empty(len(pieces), net.config.hidden_size)
-    with evaluating(net), torch.inference_mode():
-        for start in range(0, len(order), ENCODE_BATCH):
-            rows = order[start : start + ENCODE_BATCH]
-            width = len(pieces[rows[0]])
-            ids = torch.full((len(rows), width), pad_token_id)
-            mask = torch.zeros(len(rows), width, dtype=torch.long)  # (batch, seq)
-            for row, i in enumerate(rows):
-                ids[row, : len(pieces[i])] = torch.tensor(pieces[i])
-                mask[row, : len(pieces[i])] = 1
-            out[rows] = net.pool(ids.to(device), mask.to(device)).float().cpu()
+    """(texts, hidden) unit vectors of the pooled texts (``encoders.encode_pieces``)."""
+    with evaluating(net):
+        out = encode_pieces(net.bert, pieces, pad_token_id, net.pooling, ENCODE_BATCH)
     return torch.nn.functional.normalize(out, dim=-1)
-
-
-def _digest(net: torch.nn.Module) -> str:
-    """A hash of the weights: the passages' vectors are reused only for the same weights."""
-    digest = hashlib.sha256()
-    for name, tensor in sorted(net.state_dict().items()):
-        digest.update(name.encode())
-        digest.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
-    return digest.hexdigest()
 
 
 def _predict_rankings(net: BiEncoder, data: SearchDataset, collate) -> list[list[int]]:
     """Each question's RANKED best passages of the whole corpus (indices), best first."""
-    corpus, key = data.corpus, _digest(net)
+    corpus, key = data.corpus, fingerprint(net)
     if key not in corpus.kept:
         corpus.kept.clear()  # one set of weights at a time
         corpus.kept[key] = _vectors(net, corpus.pieces, corpus.pad_token_id)
@@ -164,24 +146,24 @@ VECTOR = register_shape(
 def _load(tok, max_length: int, train_examples: int | None, seed: int):
     """The training (a random subset), dev and held-out questions as pair examples, over one
     corpus of every paragraph."""
-    passages = retrieval.wiki_passages()
-    corpus = Corpus(
+    passages = corpus.wiki_passages()
+    haystack = Corpus(
         passages, _pieces(tok, [p.text for p in passages], max_length), tok.pad_token_id
     )
-    train = subset(retrieval.wiki_queries("train", passages), train_examples, seed, "questions")
+    train = subset(corpus.wiki_queries("train", passages), train_examples, seed, "questions")
     splits = (
         train,
-        retrieval.wiki_queries("dev", passages),
-        retrieval.wiki_queries("test", passages),
+        corpus.wiki_queries("dev", passages),
+        corpus.wiki_queries("test", passages),
     )
-    return tuple(SearchDataset(q, corpus, tok, max_length) for q in splits)
+    return tuple(SearchDataset(q, haystack, tok, max_length) for q in splits)
 
 
 def _lexical(kind: type, test: SearchDataset) -> list[list[int]]:
     """Each test question's RANKED best passages by a lexical retriever (BM25 or TfIdf)."""
-    retriever = kind([words(p.text) for p in test.corpus.passages])
-    scores = retriever.score_matrix([words(q.text) for q in test.queries])  # (queries, passages)
-    return scores.topk(min(RANKED, scores.shape[1]), dim=1).indices.tolist()
+    retriever = kind.of(test.corpus.passages)
+    ranked = min(RANKED, len(test.corpus.passages))
+    return retriever.search([q.text for q in test.queries], ranked).ids.tolist()
 
 
 WIKI_SEARCH = register(
@@ -201,6 +183,6 @@ WIKI_SEARCH = register(
             Baseline("TF-IDF cosine", lambda train, dev, test, tok: _lexical(TfIdf, test)),
         ),
         score=_score,
-        max_length=256,  # all-MiniLM-L6-v2's max_seq_length, as retrieval_encoders cuts texts
+        max_length=256,  # all-MiniLM-L6-v2's max_seq_length, as retrieval.encoders cuts texts
     )
 )

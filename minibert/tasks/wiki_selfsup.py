@@ -1,11 +1,11 @@
 """wiki-ict and wiki-simcse: wiki-search's encoder trained from the training articles' own text,
-no question (``retrieval_selfsup``), and measured as wiki-search is.
+no question (``retrieval.corpus``'s ICT and SimCSE pairs), and measured as wiki-search is.
 
     minibert finetune --task wiki-ict --out runs/ict         # a sentence -> its paragraph without it
     minibert finetune --task wiki-simcse --out runs/simcse   # a sentence -> itself, other dropout
     minibert search runs/ict "Who founded the city?"
 
-Both are the vector shape: the model is ``retrieval_training.BiEncoder`` (mean pooling, the
+Both are the vector shape: the model is ``retrieval.bi_encoder.BiEncoder`` (mean pooling, the
 in-batch loss at temperature 0.05), the folder a BERT that ``minibert search`` reads. Only the
 training pairs differ from wiki-search's: (sentence, passage) pairs from the paragraphs of the
 articles whose questions are wiki-search's training ones. The dev questions keep the best
@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from minibert.retrieval_selfsup import pairs_of, training_paragraphs
+from minibert.retrieval.corpus import pairs_of, training_paragraphs
 from minibert.tasks import wiki_search
 from minibert.tasks.registry import Task, register, subset
 

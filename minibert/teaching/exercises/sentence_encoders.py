@@ -9,7 +9,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from minibert.retrieval import in_batch_loss
+from minibert.retrieval.in_batch import in_batch_loss
 from minibert.teaching.exercises.common import Result, call_safely, report
 
 # --- the in-batch contrastive loss -------------------------------------------------------------
@@ -38,7 +38,7 @@ def _loss_variants(q: torch.Tensor, p: torch.Tensor, t: float) -> dict[str, torc
 
 
 def check_in_batch_loss(fn: Callable[..., Any], cases: int = 20) -> Result:
-    """Check ``fn(queries, passages, temperature) -> scalar`` against ``retrieval.in_batch_loss``."""
+    """Check ``fn(queries, passages, temperature) -> scalar`` against ``retrieval.in_batch.in_batch_loss``."""
     name = "in-batch contrastive loss"
     g = torch.Generator().manual_seed(9)
     for case in range(cases):

@@ -1,7 +1,11 @@
-"""BERT as a sentence encoder: one vector per text, from [CLS] or the mean of the tokens.
+"""BERT as a sentence encoder: one vector per text, by one of the POOLINGS: "cls" (the last
+layer's raw [CLS] vector), "pooler" (BERT's pooler: dense + tanh on it) or "mean" (of the real
+tokens). The one way the package turns texts into vectors: one padding (``pad``), one pooling
+(``pool``), one fingerprint of the weights, one vector cache.
 
     encoder = load_encoder("minilm")                 # 'minilm', 'course' or a model folder
     vectors = encode(encoder, texts, pooling="mean")  # (texts, hidden), as MiniLM's card pools
+    encode(encoder, texts, cache="runs/cache")       # kept by fingerprint, pooling and texts
     white = Whitening.fit(vectors); white(vectors)   # Su et al., 2021: mean 0, covariance I
     anisotropy(encoder, texts)                       # mean cosine of random pairs, per layer
 
@@ -23,7 +27,14 @@ import torch
 from minibert import assets
 from minibert.model import BertModel, mean_pool
 from minibert.tokenization import BertTokenizer
-from minibert.utils import check_text, set_seed
+from minibert.utils import (
+    atomic_write,
+    check_text,
+    folder_problem,
+    read_kept,
+    set_seed,
+    vectors_problem,
+)
 
 __all__ = [
     "POOLINGS",
@@ -31,14 +42,21 @@ __all__ = [
     "Whitening",
     "anisotropy",
     "batches",
+    "check_pooling",
     "encode",
+    "encode_pieces",
     "encoder_folder",
+    "fingerprint",
     "layer_vectors",
     "load_encoder",
+    "pad",
+    "pool",
     "random_encoder",
 ]
 
-POOLINGS = ("cls", "mean")  # the last layer's [CLS] vector, or the mean of its real tokens
+# the last layer's raw [CLS] vector, BERT's pooler on it (dense + tanh), the mean of the real tokens
+POOLINGS = ("cls", "pooler", "mean")
+RENAMED_POOLINGS = {"first": "cls"}  # an old name -> the new one (refused, naming it)
 MAX_LENGTH = (
     256  # pieces a text is cut to (all-MiniLM-L6-v2's max_seq_length), at most the positions
 )
@@ -61,13 +79,88 @@ class Encoder:
 
     def fingerprint(self) -> str:
         """A short hash of the weights, the configuration and the vocabulary."""
-        digest = hashlib.sha256()
-        digest.update(json.dumps(self.model.config.to_dict(), sort_keys=True).encode())
-        digest.update("\n".join(self.tokenizer.vocab).encode())
-        for name, tensor in sorted(self.model.state_dict().items()):
-            digest.update(name.encode())
-            digest.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
-        return digest.hexdigest()[:16]
+        config = json.dumps(self.model.config.to_dict(), sort_keys=True)
+        return fingerprint(self.model, config, "\n".join(self.tokenizer.vocab))
+
+
+def fingerprint(module: torch.nn.Module, *more: str) -> str:
+    """A short hash of a module's weights (and of any more text): vectors of other weights are
+    stale. The one hash of weights: an index, a vector cache and a task's kept vectors use it."""
+    digest = hashlib.sha256()
+    for text in more:
+        digest.update(text.encode())
+    for name, tensor in sorted(module.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def check_pooling(pooling: object) -> str:
+    """pooling, when it is one of POOLINGS; an old name is refused in one line naming the new one
+    (the raw [CLS] vector was once "first" where "cls" meant BERT's pooler)."""
+    if pooling in RENAMED_POOLINGS:
+        raise ValueError(
+            f"pooling {pooling!r} is now {RENAMED_POOLINGS[pooling]!r} (the raw [CLS] vector; "
+            "'pooler' is BERT's pooler on it)"
+        )
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    return pooling
+
+
+def pool(output, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """(batch, hidden) vectors of a BertModel's output: its last layer's [CLS] vector ('cls'), its
+    pooler_output ('pooler') or the mean of its real tokens ('mean')."""
+    if pooling == "pooler":
+        return output.pooler_output
+    hidden = output.last_hidden_state  # (batch, seq, hidden)
+    return hidden[:, 0] if pooling == "cls" else mean_pool(hidden, attention_mask)
+
+
+def pad(pieces: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The one padding: lists of piece ids -> input_ids and attention_mask, (batch, longest),
+    padded on the right with pad_id (mask 0)."""
+    width = max(len(ids) for ids in pieces)
+    input_ids = torch.full((len(pieces), width), pad_id)
+    attention_mask = torch.zeros(len(pieces), width, dtype=torch.long)  # (batch, seq)
+    for row, ids in enumerate(pieces):
+        input_ids[row, : len(ids)] = torch.as_tensor(ids)
+        attention_mask[row, : len(ids)] = 1
+    return input_ids, attention_mask
+
+
+def by_length(pieces: Sequence[Sequence[int]], batch_size: int) -> Iterator[list[int]]:
+    """Indices of pieces in batches of batch_size, longest first, so that a batch pads little."""
+    order = sorted(range(len(pieces)), key=lambda i: -len(pieces[i]))
+    for start in range(0, len(order), batch_size):
+        yield order[start : start + batch_size]
+
+
+def encode_pieces(
+    model: BertModel,
+    pieces: Sequence[Sequence[int]],
+    pad_id: int,
+    pooling: str | tuple[str, ...] = "mean",
+    batch_size: int = 64,
+) -> torch.Tensor | tuple[torch.Tensor, ...]:
+    """(texts, hidden) float32 vectors of texts already cut into pieces, batched by length, in
+    inference mode, on the model's device (the caller chooses its mode: eval for no dropout). A
+    tuple of poolings gives a tuple of vectors from one pass."""
+    poolings = (pooling,) if isinstance(pooling, str) else tuple(pooling)
+    if not poolings:
+        raise ValueError(f"pooling must be one of {POOLINGS} or a tuple of them, got {pooling!r}")
+    for one in poolings:
+        check_pooling(one)
+    device = next(model.parameters()).device
+    vectors = [torch.empty(len(pieces), model.config.hidden_size) for _ in poolings]
+    with torch.inference_mode():
+        for rows in by_length(pieces, batch_size):
+            input_ids, attention_mask = pad([pieces[i] for i in rows], pad_id)
+            mask = attention_mask.to(device)
+            output = model(input_ids.to(device), attention_mask=mask)
+            for kept, one in zip(vectors, poolings):
+                kept[rows] = pool(output, mask, one).float().cpu()
+    return vectors[0] if isinstance(pooling, str) else tuple(vectors)
 
 
 def encoder_folder(name: str | Path) -> Path:
@@ -141,15 +234,8 @@ def batches(
         return_tensors=None,
     )
     ids = [e.input_ids for e in encodings]
-    order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
-    for start in range(0, len(order), batch_size):
-        chunk = order[start : start + batch_size]
-        width = len(ids[chunk[0]])
-        input_ids = torch.full((len(chunk), width), encoder.tokenizer.pad_token_id)
-        attention_mask = torch.zeros(len(chunk), width, dtype=torch.long)  # (batch, seq)
-        for row, i in enumerate(chunk):
-            input_ids[row, : len(ids[i])] = torch.tensor(ids[i])
-            attention_mask[row, : len(ids[i])] = 1
+    for chunk in by_length(ids, batch_size):
+        input_ids, attention_mask = pad([ids[i] for i in chunk], encoder.tokenizer.pad_token_id)
         yield chunk, {"input_ids": input_ids, "attention_mask": attention_mask}
 
 
@@ -158,22 +244,65 @@ def encode(
     texts: Sequence[str],
     pooling: str = "mean",
     batch_size: int = 64,
+    cache: str | Path | None = None,
+    cache_name: str = "vectors",
 ) -> torch.Tensor:
-    """(texts, hidden) float32 sentence vectors: the last layer's [CLS] vector ('cls') or the mean
-    of its real tokens ('mean'), texts cut to the encoder's max_length pieces; texts of similar
-    length are batched together, in inference mode. encoder: an Encoder, a folder or a name."""
-    if pooling not in POOLINGS:
-        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    """(texts, hidden) float32 sentence vectors (pooling: one of POOLINGS), texts cut to the
+    encoder's max_length pieces; texts of similar length are batched together, in inference mode.
+    encoder: an Encoder, a folder or a name. cache: a folder where the vectors are kept, in
+    CACHE_NAME-KEY.safetensors (KEY: the encoder's fingerprint, the pooling and the texts), and
+    read back, checked on load as every cache is (utils.read_kept); a cache that cannot be a
+    folder is a ValueError before the encoder runs."""
+    check_pooling(pooling)
     _check_texts(texts)  # before loading the encoder
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     encoder = _as_encoder(encoder)
-    vectors = torch.empty(len(texts), encoder.model.config.hidden_size)
-    with torch.inference_mode():
-        for rows, inputs in batches(encoder, texts, batch_size):
-            hidden = encoder.model(**inputs).last_hidden_state  # (batch, seq, hidden)
-            pooled = (
-                hidden[:, 0] if pooling == "cls" else mean_pool(hidden, inputs["attention_mask"])
-            )
-            vectors[rows] = pooled
+    file = None
+    if cache is not None:
+        file = Path(cache) / f"{cache_name}-{_texts_key(encoder, texts, pooling)}.safetensors"
+        shape = (len(texts), encoder.model.config.hidden_size)
+        read = lambda f: _read_vectors(f, shape)  # noqa: E731
+        if (kept := read_kept(file, read, "file of vectors", "computing them again")) is not None:
+            return kept
+        if problem := folder_problem(cache):  # before the encoder runs, not after
+            raise ValueError(f"cache must be a folder for the vectors: {problem}")
+    cut = {"max_length": encoder.max_length, "truncation": True, "padding": False}
+    encodings = encoder.tokenizer.encode_batch(list(texts), **cut, return_tensors=None)
+    pieces = [e.input_ids for e in encodings]
+    vectors = encode_pieces(
+        encoder.model, pieces, encoder.tokenizer.pad_token_id, pooling, batch_size
+    )
+    if file is not None:
+        from safetensors.torch import save_file
+
+        atomic_write(file, lambda path: save_file({"vectors": vectors.contiguous()}, path))
+    return vectors
+
+
+def _texts_key(encoder: Encoder, texts: Sequence[str], pooling: str = "mean") -> str:
+    """A hash of the encoder's fingerprint, the pooling and the texts: cached vectors of others
+    are stale (the mean's key leaves the pooling out: the key teacher vectors were kept by)."""
+    digest = hashlib.sha256(encoder.fingerprint().encode())
+    if pooling != "mean":
+        digest.update(f"pooling={pooling}\0".encode())
+    for text in texts:
+        digest.update(text.encode() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _read_vectors(file: Path, shape: tuple[int, int]) -> torch.Tensor:
+    """The (texts, hidden) vectors kept in file; a ValueError saying why when the file is damaged
+    (not safetensors, no vectors, or vectors utils.vectors_problem refuses)."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(file), framework="pt") as f:
+            vectors = f.get_tensor("vectors")
+    except SafetensorError as exc:
+        raise ValueError(f"not a file of vectors: {exc}") from None
+    if problem := vectors_problem(vectors, *shape, of="texts"):
+        raise ValueError(problem)
     return vectors
 
 

@@ -1,7 +1,8 @@
-"""The passage index: every paragraph's vector, built once, saved beside the encoder's folder, and
-searched by inner product (cosine: the vectors have length 1).
+"""The passage index and the dense retriever: every paragraph's vector, built once, saved beside the
+encoder's folder, and searched by inner product (cosine: the vectors have length 1).
 
     searcher = Searcher("minilm")                 # loads the encoder and its index (builds it once)
+    searcher.search(["who wrote the declaration?"], k=5)   # Ranking(ids, scores): the interface
     for hit in searcher("who wrote the declaration of independence?", top_k=5):
         print(hit.rank, round(hit.score, 3), hit.title, hit.text[:80])
     search("minilm", "who wrote ...")            # the same, in one call (mb.search)
@@ -28,11 +29,13 @@ from typing import Any
 
 import torch
 
-from minibert.retrieval import Passage, corpus_version, wiki_passages
-from minibert.retrieval_encoders import POOLINGS, Encoder, encode, load_encoder
+from minibert.retrieval import corpus
+from minibert.retrieval.corpus import Passage, corpus_version
+from minibert.retrieval.encoders import Encoder, check_pooling, encode, load_encoder
+from minibert.retrieval.measures import Hit, Ranking, hits_of
 from minibert.utils import atomic_write, check_text, check_top_k, read_kept, vectors_problem
 
-__all__ = ["Hit", "PassageIndex", "Searcher", "backends", "index_path", "passage_index", "search"]
+__all__ = ["PassageIndex", "Searcher", "backends", "index_path", "passage_index", "search"]
 
 INDEX_KIND = "wiki-search"
 PARTIAL_SECONDS = 60  # a save's temporary file older than this was left by a killed process
@@ -128,9 +131,8 @@ def passage_index(
     read from beside the encoder's folder when its corpus version and encoder fingerprint are
     these, else built (each passage encoded) and saved there (kept in memory only where the
     folder is read-only, or for an encoder built in memory)."""
-    if pooling not in POOLINGS:
-        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-    passages = wiki_passages() if passages is None else passages
+    check_pooling(pooling)
+    passages = corpus.wiki_passages() if passages is None else passages
     version, fingerprint = corpus_version(passages), encoder.fingerprint()
     path = index_path(encoder.folder, pooling) if encoder.folder is not None else None
     if path is not None:
@@ -186,26 +188,11 @@ def _kept(path: Path, made_by: tuple[str, str, str], shape: tuple[int, int]) -> 
     return read_kept(path, load, "index", "building it again")
 
 
-@dataclass(frozen=True)
-class Hit:
-    """One passage found: its rank (1 best), cosine score, index in the passages, and the passage."""
-
-    rank: int
-    score: float
-    index: int
-    passage: Passage
-
-    @property
-    def title(self) -> str:
-        return self.passage.title
-
-    @property
-    def text(self) -> str:
-        return self.passage.text
-
-
 class Searcher:
-    """An encoder, its passage index and the passages: call it with a query for the top hits."""
+    """The dense retriever: an encoder, its passage index and the passages. ``search(queries, k)``
+    is the retrievers' one interface; call it with one query for its top hits."""
+
+    measure = "cosine"
 
     def __init__(
         self,
@@ -215,20 +202,21 @@ class Searcher:
         quiet: bool = True,
     ):
         self.encoder = encoder if isinstance(encoder, Encoder) else load_encoder(encoder)
-        self.passages = wiki_passages() if passages is None else list(passages)
+        self.passages = corpus.wiki_passages() if passages is None else list(passages)
         self.pooling = pooling
         self.index = passage_index(self.encoder, pooling, self.passages, quiet)
+
+    def search(self, queries: Sequence[str], k: int, backend: str | None = None) -> Ranking:
+        """Each query's k best passages by cosine, best first: Ranking (queries, k)."""
+        check_top_k(k, len(self.passages), "paragraphs searched")
+        vectors = encode(self.encoder, list(queries), self.pooling)  # (queries, hidden)
+        scores, ids = self.index.search(vectors, k, backend)
+        return Ranking(ids, scores)
 
     def __call__(self, query: str, top_k: int = 5, backend: str | None = None) -> list[Hit]:
         """The top_k passages for a query, best first."""
         check_text(query, "the query")
-        check_top_k(top_k, len(self.passages), "paragraphs searched")
-        vector = encode(self.encoder, [query], self.pooling)  # (1, hidden)
-        scores, ids = self.index.search(vector, top_k, backend)
-        return [
-            Hit(rank, float(s), int(i), self.passages[int(i)])
-            for rank, (s, i) in enumerate(zip(scores[0], ids[0]), 1)
-        ]
+        return hits_of(self.search([query], top_k, backend), self.passages)[0]
 
 
 def search(

@@ -1,14 +1,15 @@
-"""Training an encoder on (query, passage) pairs: the bi-encoder's loss is the in-batch loss of the
-vectors encode gives, its batches are padded as stated, every used weight learns, and a short run
-teaches a tiny encoder to find each toy query's passage."""
+"""The bi-encoder: its default loss is the in-batch loss of the vectors encode gives, any other loss
+module plugs in (one that reads a batch of texts alone and their targets too), its batches are
+padded as stated, every used weight learns, and a short run teaches a tiny encoder to find each
+toy query's passage."""
 
 import pytest
 import torch
 from conftest import TEXTS, tiny_encoder_folder
 
 from minibert.retrieval import in_batch_loss
-from minibert.retrieval_encoders import encode, load_encoder
-from minibert.retrieval_training import BiEncoder, collate_pairs, pair_examples, train_encoder
+from minibert.retrieval.bi_encoder import BiEncoder, collate_pairs, pair_examples, train_encoder
+from minibert.retrieval.encoders import encode, load_encoder
 
 PAIRS = [(text.split()[-1] + " " + text.split()[0], text) for text in TEXTS]
 
@@ -28,6 +29,34 @@ def test_the_bi_encoders_loss_is_the_in_batch_loss_of_the_encoded_vectors(tiny):
     torch.testing.assert_close(out.query_vectors, queries, atol=1e-5, rtol=0)
     torch.testing.assert_close(out.passage_vectors, passages, atol=1e-5, rtol=0)
     torch.testing.assert_close(out.loss, in_batch_loss(queries, passages, 0.1), atol=1e-5, rtol=0)
+
+
+class SquaredDistance(torch.nn.Module):
+    """A loss that is not the in-batch one: the summed squared distance of each pair's vectors,
+    or of each text's vector to its target when the batch has texts alone."""
+
+    def forward(self, query_vectors, passage_vectors, targets=None):
+        other = query_vectors if targets is None else targets
+        return (other - passage_vectors).square().sum()
+
+
+def test_another_loss_plugs_into_the_bi_encoder(tiny):
+    batch = collate_pairs(pair_examples(tiny, PAIRS), tiny.tokenizer.pad_token_id)
+    model = BiEncoder.around(tiny.model, "cls", loss=SquaredDistance()).eval()
+    with torch.no_grad():
+        out = model(**batch)
+    queries = encode(tiny, [q for q, _ in PAIRS], "cls")
+    passages = encode(tiny, [p for _, p in PAIRS], "cls")
+    want = (queries - passages).square().sum()
+    torch.testing.assert_close(out.loss, want, atol=1e-4, rtol=1e-5)
+    targets = torch.ones(len(PAIRS), 32)  # texts alone, each with a target vector
+    examples = [{"input_ids": e["input_ids"], "targets": t} for e, t in zip(pair_examples(tiny, PAIRS), targets)]  # fmt: skip
+    alone = collate_pairs(examples, tiny.tokenizer.pad_token_id)
+    assert set(alone) == {"passage_ids", "passage_mask", "targets"}
+    with torch.no_grad():
+        out = model(**alone)
+    assert out.query_vectors is None
+    torch.testing.assert_close(out.loss, (1 - passages).square().sum(), atol=1e-4, rtol=1e-5)
 
 
 def test_pairs_are_padded_to_each_sides_longest(tiny):

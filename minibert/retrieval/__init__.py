@@ -1,0 +1,65 @@
+"""Search as one family: one module a job, every retriever answering one interface.
+
+    corpus       the haystack (every paragraph), the queries (wiki-qa's questions), ICT and
+                 SimCSE pairs from the training articles
+    measures     what a retriever answers (Ranking, Hit) and how it is judged (recall@k, MRR@10)
+    lexical      BM25 and TF-IDF cosine
+    encoders     BERT as a sentence encoder: one encode (one padding, one pooling vocabulary:
+                 'cls', 'pooler', 'mean'), one fingerprint, one vector cache
+    index        the passage index kept beside an encoder's folder; Searcher, the dense retriever
+    hybrid       two retrievers composed, each standardised per query
+    retriever    the interface (search(queries, k) -> Ranking) and the registry of names
+    in_batch     the contrastive loss with in-batch negatives (a loss, one module)
+    bi_encoder   one BERT for queries and passages, its pooling and a pluggable loss
+
+The names below are those ``minibert.retrieval`` had when it was one module, and the interface's;
+each is imported from its module the first time it is used (PEP 562).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Passage": "corpus",
+    "Query": "corpus",
+    "corpus_version": "corpus",
+    "wiki_passages": "corpus",
+    "wiki_queries": "corpus",
+    "CUTOFFS": "measures",
+    "Hit": "measures",
+    "Ranking": "measures",
+    "per_query": "measures",
+    "ranks_of": "measures",
+    "retrieval_scores": "measures",
+    "BM25": "lexical",
+    "TfIdf": "lexical",
+    "words": "lexical",
+    "encode": "encoders",
+    "load_encoder": "encoders",
+    "Searcher": "index",
+    "search": "index",
+    "Hybrid": "hybrid",
+    "hybrid_scores": "hybrid",
+    "Retriever": "retriever",
+    "hits": "retriever",
+    "register_retriever": "retriever",
+    "retriever_of": "retriever",
+    "in_batch_loss": "in_batch",
+    "BiEncoder": "bi_encoder",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"minibert.retrieval.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'minibert.retrieval' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

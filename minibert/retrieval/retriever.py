@@ -1,0 +1,115 @@
+"""The one retriever interface, and the registry of retrievers by name.
+
+Every retriever answers ``search(queries, k) -> Ranking`` (each query's k best passages and their
+scores, best first), holds the ``passages`` it searches and names its ``measure`` (what a score
+is). BM25, TF-IDF, an encoder's index (``index.Searcher``) and the hybrid all do, and the rest of
+the package reads them only through it: ``minibert search``, ``minibert ask`` and ``open_qa``.
+
+    retriever = retriever_of("bm25")              # a registered name, or an encoder ('minilm',
+    retriever_of("hybrid", encoder="course")      #  'course', a folder): BM25 + its cosine
+    hits(retriever, "who built the tower?", k=5)  # [Hit(rank, score, index, passage), ...]
+    register_retriever("mine", lambda passages, **settings: Mine(passages))   # one line: a new one
+
+A registered retriever is built by its factory from the passages and the settings (``encoder``,
+``weight``, ``pooling``, ``quiet``; a factory reads those it needs). The hybrid composes BM25 with
+any other retriever by name: a registered one, or an encoder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from minibert.retrieval import corpus, index
+from minibert.retrieval.corpus import Passage
+from minibert.retrieval.hybrid import HYBRID_WEIGHT, Hybrid
+from minibert.retrieval.lexical import BM25, TfIdf
+from minibert.retrieval.measures import Hit, Ranking, hits_of
+from minibert.utils import check_text, check_top_k
+
+__all__ = [
+    "HYBRID",
+    "HYBRID_WEIGHT",
+    "RETRIEVERS",
+    "Hit",
+    "Passage",
+    "Ranking",
+    "Retriever",
+    "hits",
+    "register_retriever",
+    "retriever_of",
+]
+
+HYBRID = "hybrid"
+
+
+class Retriever(Protocol):
+    """What every retriever is: the passages it searches, what its score is, and search."""
+
+    passages: Sequence[Passage]
+    measure: str
+
+    def search(self, queries: Sequence[str], k: int) -> Ranking:
+        """Each query's k best passages, best first: Ranking(ids, scores), each (queries, k)."""
+        ...
+
+
+Factory = Callable[..., Retriever]  # factory(passages, **settings) -> a retriever
+
+
+def _hybrid(passages: Sequence[Passage], **settings: Any) -> Retriever:
+    """BM25 and the retriever named by settings' encoder (a registered name or an encoder)."""
+    dense = retriever_of(settings.get("encoder", "minilm"), passages, **_without(settings))
+    return Hybrid(BM25.of(passages), dense, settings.get("weight", HYBRID_WEIGHT))
+
+
+def _without(settings: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in settings.items() if k not in ("encoder", "weight")}
+
+
+RETRIEVERS: dict[str, Factory] = {
+    "bm25": lambda passages, **settings: BM25.of(passages),
+    "tfidf": lambda passages, **settings: TfIdf.of(passages),
+    HYBRID: _hybrid,
+}
+
+
+def register_retriever(name: str, factory: Factory) -> Factory:
+    """Make name a retriever that ``retriever_of``, ``minibert search`` and ``minibert ask``
+    know: factory(passages, **settings) builds it. A name already taken is refused."""
+    if not isinstance(name, str) or not name or name in RETRIEVERS:
+        raise ValueError(f"a retriever's name must be a new non-empty str, got {name!r}")
+    RETRIEVERS[name] = factory
+    return factory
+
+
+def retriever_of(
+    name: str | Path,
+    passages: Sequence[Passage] | None = None,
+    **settings: Any,
+) -> Retriever:
+    """The retriever a name means over the passages (wiki_passages() when not given): a
+    registered name ('bm25', 'tfidf', 'hybrid', ...), else an encoder ('minilm', 'course' or a
+    BERT folder) searched by its index. settings: encoder and weight (the hybrid's other side and
+    its weight), pooling (an encoder's, default 'mean'), quiet (say when an index is built)."""
+    passages = corpus.wiki_passages() if passages is None else list(passages)
+    if str(name) in RETRIEVERS:
+        return RETRIEVERS[str(name)](passages, **settings)
+    pooling, quiet = settings.get("pooling", "mean"), settings.get("quiet", True)
+    return index.Searcher(name, pooling, passages, quiet)
+
+
+def hits(retriever: Retriever, query: str, k: int, what: str = "query") -> list[Hit]:
+    """A query's k best passages as Hits, best first; a query whose k best scores are all 0 (no
+    word of it in the passages, for a lexical retriever) is refused: it ranks nothing. what: the
+    query's name in a message ('question' for ask)."""
+    check_text(query, f"the {what}")
+    check_top_k(k, len(retriever.passages), "paragraphs searched")
+    ranking = retriever.search([query], k)
+    if not ranking.scores.any():
+        raise ValueError(
+            f"the {retriever.measure} finds none of the {what}'s words in the passages "
+            f"({query!r}); rephrase it, or use a dense or hybrid retriever"
+        )
+    return hits_of(ranking, retriever.passages)[0]
