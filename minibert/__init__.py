@@ -75,7 +75,6 @@ _SUBMODULES = (
     "pretraining",
     "recipes",
     "retrieval",
-    "retrieval_distill",
     "run_state",
     "squad",
     "tasks",
@@ -91,6 +90,7 @@ _SUBMODULES = (
 # modules that moved into minibert/retrieval/: the old names still reach them, so that
 # ``from minibert import retrieval_encoders as encoders`` (lesson 9, the benchmarks) keeps working
 _MOVED = {
+    "retrieval_distill": "retrieval.distillation",
     "retrieval_encoders": "retrieval.encoders",
     "retrieval_index": "retrieval.index",
     "retrieval_selfsup": "retrieval.corpus",  # ict_pairs, simcse_pairs, training_paragraphs

@@ -1,5 +1,5 @@
-"""Distilling a sentence encoder: the loss is the mean squared error by hand, the projection is
-(batch, teacher width) and keeps cosines, every weight the vectors use learns, the teacher's
+"""Distilling a sentence encoder, a loss on the bi-encoder and a data source: the loss is the mean
+squared error by hand, the projection is the loss's, (batch, teacher width) and keeps cosines, every weight the vectors use learns, the teacher's
 vectors are cached, no dev or test article's text is read, and `minibert distill` leaves a folder
 that `minibert search` reads; bad input is one line."""
 
@@ -8,16 +8,17 @@ import torch
 from conftest import TEXTS, cli, make_tiny_config, tiny_encoder_folder
 
 import minibert
-from minibert import corpora, retrieval_distill
+from minibert import corpora
 from minibert.model import BertModel
 from minibert.recipes import distill_recipe
-from minibert.retrieval import Passage, corpus
-from minibert.retrieval_distill import (
-    Student,
-    collate_distill,
+from minibert.retrieval import Passage, corpus, encoders
+from minibert.retrieval.bi_encoder import BiEncoder, collate_pairs
+from minibert.retrieval.distillation import (
+    DistillationLoss,
     distill_encoder,
     distill_examples,
     distillation_loss,
+    student_of,
     teacher_vectors,
     training_texts,
 )
@@ -57,14 +58,17 @@ def test_the_loss_is_the_mean_squared_error_over_texts_and_dimensions():
 
 def test_the_projection_is_teacher_wide_and_keeps_cosines(student, teacher):
     targets = encode(teacher, TEXTS)  # (texts, 32)
-    batch = collate_distill(distill_examples(student, TEXTS, targets), 0)
-    model = Student.around(student.model, teacher_width=32).eval()
+    batch = collate_pairs(distill_examples(student, TEXTS, targets), 0)
+    assert set(batch) == {"passage_ids", "passage_mask", "teacher_vectors"}  # texts alone
+    model = student_of(student, teacher_width=32).eval()
+    assert isinstance(model, BiEncoder) and isinstance(model.loss, DistillationLoss)
     with torch.no_grad():
         out = model(**batch)
-    assert out.vectors.shape == (len(TEXTS), 16) and out.projected.shape == (len(TEXTS), 32)
-    torch.testing.assert_close(out.vectors, encode(student, TEXTS), atol=1e-5, rtol=0)
-    torch.testing.assert_close(out.loss, distillation_loss(out.projected, targets))
-    weight = model.projection_matrix()  # (32, 16), orthonormal columns
+        projected = model.loss.project(out.passage_vectors)
+    assert out.passage_vectors.shape == (len(TEXTS), 16) and projected.shape == (len(TEXTS), 32)
+    torch.testing.assert_close(out.passage_vectors, encode(student, TEXTS), atol=1e-5, rtol=0)
+    torch.testing.assert_close(out.loss, distillation_loss(projected, targets))
+    weight = model.loss.projection_matrix()  # (32, 16), orthonormal columns
     assert weight.shape == (32, 16)
     torch.testing.assert_close(weight.T @ weight, torch.eye(16), atol=1e-5, rtol=0)
 
@@ -72,16 +76,17 @@ def test_the_projection_is_teacher_wide_and_keeps_cosines(student, teacher):
         v = torch.nn.functional.normalize(v, dim=-1)
         return v @ v.T
 
-    torch.testing.assert_close(cosines(out.projected), cosines(out.vectors), atol=1e-5, rtol=0)
-    assert Student(teacher.model.config, teacher_width=32).projection is None  # same width
+    torch.testing.assert_close(cosines(projected), cosines(out.passage_vectors), atol=1e-5, rtol=0)
+    assert DistillationLoss(32, teacher_width=32).projection is None  # same width
     with pytest.raises(ValueError, match=r"teacher's width \(8\) must be at least the student's"):
-        Student(student.model.config, teacher_width=8)
+        DistillationLoss(16, teacher_width=8)
+    assert DistillationLoss(16, 32)(None, out.passage_vectors) is None  # no teacher vectors
 
 
 def test_every_weight_the_vectors_use_gets_a_gradient(student, teacher):
-    model = Student.around(student.model, 32)
+    model = student_of(student, 32)
     targets = encode(teacher, TEXTS)
-    model(**collate_distill(distill_examples(student, TEXTS, targets), 0)).loss.backward()
+    model(**collate_pairs(distill_examples(student, TEXTS, targets), 0)).loss.backward()
     for name, parameter in model.named_parameters():
         if ".pooler." in name:  # [CLS]'s dense + tanh is in no vector
             assert parameter.grad is None, name
@@ -107,7 +112,7 @@ def test_the_teachers_vectors_are_computed_once_and_read_back(teacher, tmp_path,
     def refuse(*args, **kwargs):
         raise AssertionError("encoded again")
 
-    monkeypatch.setattr(retrieval_distill, "encode", refuse)
+    monkeypatch.setattr(encoders, "encode_pieces", refuse)
     torch.testing.assert_close(teacher_vectors(teacher, TEXTS, tmp_path / "cache"), first)
     with pytest.raises(AssertionError, match="encoded again"):  # other texts: another key
         teacher_vectors(teacher, TEXTS[:2], tmp_path / "cache")
@@ -155,7 +160,7 @@ def test_a_cache_that_is_a_file_is_refused_before_the_teacher_runs(teacher, tmp_
     def refuse(*args, **kwargs):
         raise AssertionError("the teacher ran")
 
-    monkeypatch.setattr(retrieval_distill, "encode", refuse)
+    monkeypatch.setattr(encoders, "encode_pieces", refuse)
     afile = tmp_path / "afile"
     afile.write_text("x", encoding="utf-8")
     with pytest.raises(ValueError, match="afile is a file; give a folder"):

@@ -17,7 +17,7 @@ from minibert.options import POSITIVE_INT, check_fields, inherit, nested, one_of
 from minibert.recipes.outputs import RUN_FOLDER, OutputFolder
 from minibert.recipes.pretrain_recipe import PretrainOptions
 from minibert.recipes.shared import SOURCE, check_resume, model_files, options_of, say, start
-from minibert.retrieval_distill import (
+from minibert.retrieval.distillation import (
     UNITS,
     distill_encoder,
     teacher_vectors,

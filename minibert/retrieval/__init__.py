@@ -11,6 +11,8 @@
     retriever    the interface (search(queries, k) -> Ranking) and the registry of names
     in_batch     the contrastive loss with in-batch negatives (a loss, one module)
     bi_encoder   one BERT for queries and passages, its pooling and a pluggable loss
+    distillation a teacher's vectors as a loss (through a projection that keeps cosines) and a
+                 data source (the training articles' texts, each with its teacher vector)
 
 The names below are those ``minibert.retrieval`` had when it was one module, and the interface's;
 each is imported from its module the first time it is used (PEP 562).
