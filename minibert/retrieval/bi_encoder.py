@@ -107,11 +107,12 @@ class BiEncoder(BertPreTrainedModel):
                 "every weight of the bi-encoder is frozen (freeze_encoder?): its model is the "
                 "encoder alone, with no head to train; train the encoder, or nothing learns"
             )
-        passage_mask = torch.ones_like(passage_ids) if passage_mask is None else passage_mask
-        p, q = self.pool(passage_ids, passage_mask), None
-        if query_ids is not None:
+        q = None
+        if query_ids is not None:  # queries first: dropout draws its masks in this order
             query_mask = torch.ones_like(query_ids) if query_mask is None else query_mask
             q = self.pool(query_ids, query_mask)
+        passage_mask = torch.ones_like(passage_ids) if passage_mask is None else passage_mask
+        p = self.pool(passage_ids, passage_mask)
         return PairOutput(self.loss(q, p, **targets), q, p)
 
     def check_batch(self, batch: dict[str, Any]) -> None:
