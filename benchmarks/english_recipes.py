@@ -17,7 +17,10 @@ examples (one fixed 15% mask): the held-out Wikipedia articles (the course's hea
 n-gram table trained on the same words at the same positions) and each source's held-out slice;
 each candidate minus the base with its 95% interval (paired bootstrap over the examples).
 
-Runs live in runs/english/NAME (git-ignored). Writes benchmarks/results/english_recipes.json.
+Runs live in runs/english/NAME (git-ignored). Writes benchmarks/results/english_recipes.json (at
+the search's 1,500 steps; a run continued further, --stop-after N --only NAME, then --collect
+--stop-after N, writes english_recipes_N.json for the runs that reached N). A collect measures
+each run's latest saved state: collect the search before continuing any of its runs.
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ from minibert.teaching.baselines import NgramTable
 from minibert.tokenization import BertTokenizer
 from minibert.wordpiece_trainer import train_wordpiece
 
-RESULTS = Path(__file__).resolve().parent / "results" / "english_recipes.json"
+RESULTS = Path(__file__).resolve().parent / "results"
+SEARCH_STEPS = 1500  # the search's budget: english_recipes.json; a longer look at some candidates
+# (runs continued with a larger --stop-after) goes to english_recipes_STEPS.json
 SCHEDULE = {**course_recipe.options(), "neighbour_steps": 3000, "corpus": "english"}
 CANDIDATES = {  # name -> (what it is, the options beside SCHEDULE)
     "base": ("BERT's recipe: MLM (15%, 80-10-10) + NSP, 128 tokens", {}),
@@ -180,7 +185,7 @@ def collect(stop_after: int) -> None:
         "with its 95% paired bootstrap interval over the examples",
         "schedule": SCHEDULE,
         "stop_after": stop_after,
-        "machine": f"{platform.machine()}, 1 thread per run, two runs at once, "
+        "machine": f"{platform.machine()}, 1 thread per run, two or three runs at once beside other work, "
         f"torch {torch.__version__}",
         "heldout_examples": {s: len(d) for s, d in sets.items()},
         "mask_positions": {s: sum(c for _, c in ngram[s]) for s in sets},
@@ -204,7 +209,8 @@ def collect(stop_after: int) -> None:
             row["minus_base"] = {s: difference(hits["base"][s], hits[name][s]) for s in sets}
         row["minus_ngram"] = {s: difference(ngram[s], hits[name][s]) for s in sets}
         results["candidates"][name] = row
-    RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+    name = "english_recipes" + ("" if stop_after == SEARCH_STEPS else f"_{stop_after}")
+    (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=1) + "\n")
     modern = [s for s in sets if s != "gutenberg-archaic"]
     print(f"{'':>12} " + " ".join(f"{s[:10]:>10}" for s in sets))
     print(f"{'n-gram':>12} " + " ".join(f"{results['ngram'][s]:>10.1%}" for s in sets))
@@ -217,7 +223,7 @@ def collect(stop_after: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--stop-after", type=int, default=1500, help="steps per candidate")
+    parser.add_argument("--stop-after", type=int, default=SEARCH_STEPS, help="steps per candidate")
     parser.add_argument("--only", choices=sorted(CANDIDATES), action="append", default=None)
     parser.add_argument("--threads", type=int, default=None, help="torch threads per run")
     parser.add_argument("--collect", action="store_true", help="run nothing: measure the runs")

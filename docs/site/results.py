@@ -441,6 +441,36 @@ def english_corpus(data: dict) -> Section:
     )
 
 
+def english_recipes(data: dict) -> Section:
+    slices = list(data["ngram"])
+    rows = [["n-gram table (same words)", "", *[pct(data["ngram"][x]) for x in slices]]]
+    for name, c in data["candidates"].items():
+        rows.append([name, f"{c['seconds']:,}", *[pct(c["accuracy"][x]) for x in slices]])
+    gaps = [
+        [name, x, f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]"]
+        for name, c in data["candidates"].items()
+        for x, (d, lo, hi) in c.get("minus_base", {}).items()
+    ]
+    s = data["schedule"]
+    return Section(
+        "A recipe for the pretraining corpus",
+        f"Candidates for the course checkpoint on `--corpus english`, each the first "
+        f"{data['stop_after']:,} steps of a {s['steps']:,}-step `{s['preset']}` schedule (lr "
+        f"{s['lr']}, {s['warmup_steps']:,} warm-up steps, neighbour guidance for "
+        f"{s['neighbour_steps']:,}), one vocabulary for all, one change each against the base. "
+        "Top-1 accuracy at the [MASK] positions of held-out text (the extract's held-out articles "
+        "and each source's held-out slice, one fixed mask), beside the n-gram table trained on "
+        "the same words; then each candidate minus the base with its 95% paired bootstrap "
+        "interval over the examples (one run per candidate: the interval holds the examples' "
+        "variation, not the runs').",
+        f"python benchmarks/english_recipes.py --stop-after {data['stop_after']} --threads 1; "
+        f"python benchmarks/english_recipes.py --collect --stop-after {data['stop_after']}",
+        table(["candidate", "seconds", *slices], rows)
+        + "\n\n"
+        + table(["candidate", "held-out text", "minus base [95% interval]"], gaps),
+    )
+
+
 def minimal_pairs(data: dict) -> Section:
     models = data["models"]
     phenomena = list(next(iter(models.values()))["accuracy"])
@@ -881,6 +911,7 @@ SECTIONS: dict[str, Callable[[dict], Section]] = {
     "pretraining_scale.json": pretraining_scale,
     "english_corpus.json": english_corpus,
     "minimal_pairs.json": minimal_pairs,
+    "english_recipes.json": english_recipes,
     "nsp_continuation.json": nsp_continuation,
     "nsp_continuation_6000.json": nsp_continuation_6000,
     "nsp_continuation_weighted.json": nsp_continuation_weighted,
