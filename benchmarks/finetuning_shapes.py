@@ -14,7 +14,7 @@ last hidden states, or on each word's own, trained by the same protocol), compar
 of its random partner; and, on a label per text, two fine-tuned rows that read something else
 than BERT's pooler on [CLS]: ``MODEL-mean`` (the whole model trained, as the plain row, on the mean
 of the last hidden states: the probe's pooling without its freezing) and ``MODEL-cls`` (the last
-hidden state of [CLS] itself with a fresh linear head, no pooler dense + tanh: ``pooling="first"``),
+hidden state of [CLS] itself with a fresh linear head, no pooler dense + tanh: ``pooling="cls"``),
 so that the pooler is told from the pooling.
 
     python benchmarks/finetuning_shapes.py                       # the three shapes (hours on 2 cores)
@@ -320,7 +320,7 @@ def _task_intervals(done: dict, task: str, rows: dict) -> dict:
         for model, b in found.items():  # the pooler, then the pooling: -cls minus the plain
             # row (BERT's pooled [CLS]), -mean minus -cls (the same model, seed s with seed s)
             base = model.removesuffix("-cls")
-            if b and MODELS[model].head == "first":
+            if b and MODELS[model].head == "cls":
                 for a_name, b_name in ((base, model), (model, f"{base}-mean")):
                     a, b2 = found.get(a_name), found.get(b_name)
                     if a and b2 and len(a) == len(b2):

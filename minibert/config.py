@@ -45,9 +45,11 @@ ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {  # the feed-forward nonli
     "relu": F.relu,  # the original Transformer's (and d2l's BERT)
 }
 
-# a sentence classifier's input: the pooled [CLS] (BERT's head), the tokens' mean, or the [CLS]
-# vector itself with no pooler (the first token's last hidden state: the pooling without the pooler)
-POOLINGS = ("cls", "mean", "first")
+# a sentence classifier's input, in the package's one pooling vocabulary: "pooler" (BERT's pooler,
+# dense + tanh on [CLS]: BERT's head), "cls" (the last layer's raw [CLS] vector, no pooler) or
+# "mean" (the tokens' mean); "first" was the raw [CLS] vector's name when "cls" meant the pooler
+POOLINGS = ("pooler", "cls", "mean")
+RENAMED_POOLINGS = {"first": "cls"}
 
 # minibert field -> Hugging Face config.json key; read both ways by to_hf_config/from_hf_config
 HF_CONFIG_KEYS: dict[str, str] = {
@@ -96,11 +98,11 @@ class BertConfig:
     initializer_range: float = 0.02
     num_labels: int = 2  # outputs of the classification heads (fine-tuning)
     label_names: tuple[str, ...] | None = None  # index = label id; config.json's id2label
-    # what a sentence classifier reads: "cls", the pooler on [CLS] (BERT's and transformers' head),
-    # or "mean", the mean of the last layer's vectors over the real tokens (how MiniLM's sentence
-    # training pooled), or "first", the last layer's [CLS] vector with no pooler dense + tanh.
-    # transformers ignores the key: a "mean" or "first" folder's logits are minibert's only.
-    classifier_pooling: str = "cls"
+    # what a sentence classifier reads: "pooler", the pooler on [CLS] (BERT's and transformers'
+    # head), or "mean", the mean of the last layer's vectors over the real tokens (how MiniLM's
+    # sentence training pooled), or "cls", the last layer's [CLS] vector with no pooler dense +
+    # tanh. transformers ignores the key: a "mean" or "cls" folder's logits are minibert's only.
+    classifier_pooling: str = "pooler"
 
     def __post_init__(self) -> None:
         for name in (*SIZE_FIELDS, "num_labels"):
@@ -134,6 +136,12 @@ class BertConfig:
                 )
             if len(set(names)) != len(names):
                 raise ValueError(f"label_names must differ from each other, got {names!r}.")
+        if self.classifier_pooling in RENAMED_POOLINGS:
+            raise ValueError(
+                f"classifier_pooling {self.classifier_pooling!r} is now "
+                f"{RENAMED_POOLINGS[self.classifier_pooling]!r} (the raw [CLS] vector; 'pooler' "
+                "is BERT's pooler on it)."
+            )
         if self.classifier_pooling not in POOLINGS:
             raise ValueError(
                 f"classifier_pooling must be one of {POOLINGS}, got {self.classifier_pooling!r}."
@@ -202,7 +210,7 @@ class BertConfig:
             "is_decoder": False,
             **(
                 {}
-                if self.classifier_pooling == "cls"
+                if self.classifier_pooling == "pooler"
                 else {"classifier_pooling": self.classifier_pooling}
             ),
         }
@@ -250,7 +258,8 @@ class BertConfig:
         elif "num_labels" in d:
             ours["num_labels"] = d["num_labels"]
         if "classifier_pooling" in d:  # minibert's own key (a mean-pooled sentence classifier)
-            ours["classifier_pooling"] = d["classifier_pooling"]
+            saved = d["classifier_pooling"]  # a folder saved before the rename: its old name
+            ours["classifier_pooling"] = RENAMED_POOLINGS.get(saved, saved)
         return cls(**ours)
 
 

@@ -456,8 +456,8 @@ def mean_pool(hidden: Tensor, attention_mask: Tensor | None = None) -> Tensor:
 
 class BertForSequenceClassification(BertPreTrainedModel):
     """Fine-tuning for a label per input (sentiment, entailment): dropout + linear on the pooler
-    (config.classifier_pooling "cls", BERT's head), on the tokens' mean ("mean") or on the [CLS]
-    vector without the pooler ("first")."""
+    (config.classifier_pooling "pooler", BERT's head), on the tokens' mean ("mean") or on the raw
+    [CLS] vector without the pooler ("cls")."""
 
     label_losses = {"labels": "loss"}
 
@@ -483,7 +483,7 @@ class BertForSequenceClassification(BertPreTrainedModel):
         )
         if self.config.classifier_pooling == "mean":
             pooled = mean_pool(out.last_hidden_state, attention_mask)  # (batch, hidden)
-        elif self.config.classifier_pooling == "first":
+        elif self.config.classifier_pooling == "cls":
             pooled = out.last_hidden_state[:, 0]  # h_[CLS] with no pooler, (batch, hidden)
         else:
             pooled = out.pooler_output  # tanh(dense(h_[CLS])), (batch, hidden)

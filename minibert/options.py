@@ -64,13 +64,24 @@ REQUIRED = dataclasses.MISSING  # a default in nested(): the option must be give
 
 
 class Check:
-    """A rule one option's value must follow: ``check(value)`` is None, or what is wrong."""
+    """A rule one option's value must follow: ``check(value)`` is None, or what is wrong.
+    renamed: old value -> its new name; an old value is refused naming the new one (the CLI
+    reads it as the new one, saying so in one line: a value users have met keeps working)."""
 
-    def __init__(self, says: str, test: Callable[[Any], bool], choices: tuple | None = None):
+    def __init__(
+        self,
+        says: str,
+        test: Callable[[Any], bool],
+        choices: tuple | None = None,
+        renamed: dict[str, str] | None = None,
+    ):
         self.says, self.test, self.choices = says, test, choices
+        self.renamed = renamed or {}
 
     def __call__(self, value: Any) -> str | None:
-        """None when value follows the rule, else "must be <the rule>"."""
+        """None when value follows the rule, else "must be <the rule>" (or the new name)."""
+        if isinstance(value, str) and value in self.renamed:
+            return f"{value!r} is now {self.renamed[value]!r}: give that"
         return None if self.test(value) else f"must be {self.says}"
 
 
@@ -93,9 +104,11 @@ UNIT_INTERVAL = Check("in [0, 1]", lambda v: _number(v) and 0 <= v <= 1)
 SEED = Check("an int in [0, 2**32 - 1]", lambda v: _int(v) and 0 <= v < 2**32)
 
 
-def one_of(*choices: str) -> Check:
-    """A check that the value is one of the choices (the CLI offers them as its choices)."""
-    return Check(f"one of {', '.join(map(repr, choices))}", lambda v: v in choices, choices)
+def one_of(*choices: str, renamed: dict[str, str] | None = None) -> Check:
+    """A check that the value is one of the choices (the CLI offers them as its choices);
+    renamed: old names -> new ones (refused naming the new one; the CLI's alias)."""
+    says = f"one of {', '.join(map(repr, choices))}"
+    return Check(says, lambda v: v in choices, choices, renamed)
 
 
 def option(

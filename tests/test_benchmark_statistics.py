@@ -60,7 +60,7 @@ def test_the_rows_read_what_their_names_say():
     models = finetuning_shapes.MODELS
     assert models["course"].options(text) == {}  # BERT's pooled [CLS]
     assert models["course-mean"].options(text) == {"pooling": "mean"}
-    assert models["minilm-cls"].options(text) == {"pooling": "first"}
+    assert models["minilm-cls"].options(text) == {"pooling": "cls"}
     assert models["course-probe"].options(text)["freeze_encoder"] is True
     assert models["minilm-scratch-cls"].scratch and models["minilm-cls"].rates == (3e-5, 1e-4)
 

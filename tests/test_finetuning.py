@@ -10,6 +10,7 @@ from conftest import cli as in_process
 from conftest import make_tiny_config
 
 from minibert import assets, finetuning
+from minibert.config import BertConfig
 from minibert.inference import classify
 from minibert.model import BertForPreTraining, BertForSequenceClassification
 from minibert.recipes import finetune
@@ -244,8 +245,8 @@ def test_a_mean_pooled_classifier_reads_the_real_tokens_mean(tiny_folder, tmp_pa
 
 
 @pytest.mark.slow
-def test_a_first_token_classifier_reads_the_cls_vector_without_the_pooler(tiny_folder, tmp_path):
-    config = make_tiny_config(classifier_pooling="first", hidden_dropout=0.0, attention_dropout=0.0)
+def test_a_cls_classifier_reads_the_raw_cls_vector_without_the_pooler(tiny_folder, tmp_path):
+    config = make_tiny_config(classifier_pooling="cls", hidden_dropout=0.0, attention_dropout=0.0)
     torch.manual_seed(0)
     net = BertForSequenceClassification(config).eval()
     ids = torch.tensor([[2, 7, 9, 3, 0, 0], [2, 5, 3, 0, 0, 0]])
@@ -254,7 +255,12 @@ def test_a_first_token_classifier_reads_the_cls_vector_without_the_pooler(tiny_f
         cls = out.last_hidden_state[:, 0]  # (2, 32), the pooler's input, not its output
         torch.testing.assert_close(out.logits, net.classifier(cls))
         assert not torch.allclose(out.logits, net.classifier(out.pooler_output))
-    out_dir = tmp_path / "first"
+        pooled = BertForSequenceClassification(config.replace(classifier_pooling="pooler"))
+        pooled.load_state_dict(net.state_dict())
+        torch.testing.assert_close(
+            pooled.eval()(ids).logits, net.classifier(net(ids).pooler_output)
+        )
+    out_dir = tmp_path / "cls"
     finetune(
         out_dir,
         model=tiny_folder,
@@ -263,10 +269,34 @@ def test_a_first_token_classifier_reads_the_cls_vector_without_the_pooler(tiny_f
         steps=2,
         max_length=32,
         lr=1e-3,
-        pooling="first",
+        pooling="cls",
         progress=False,
     )
-    assert json.loads((out_dir / "config.json").read_text())["classifier_pooling"] == "first"
+    assert json.loads((out_dir / "config.json").read_text())["classifier_pooling"] == "cls"
+
+
+def test_the_old_pooling_name_is_refused_in_python_and_read_as_the_new_one_on_the_command_line(
+    tiny_folder, tmp_path
+):
+    """'first' (the raw [CLS] vector, when 'cls' meant the pooler) is 'cls' now: refused naming it
+    in Python and in a config; the flag users have met keeps working, saying so in one line; a
+    folder saved with 'first' loads as 'cls'."""
+    refused = "'first' is now 'cls'"
+    with pytest.raises(ValueError, match=refused):
+        make_tiny_config(classifier_pooling="first")
+    with pytest.raises(ValueError, match=refused):
+        finetune(tmp_path / "python", model=tiny_folder, pooling="first", progress=False)
+    assert not (tmp_path / "python").exists()
+    folder = tmp_path / "saved-first"
+    BertForSequenceClassification(make_tiny_config(classifier_pooling="cls")).save_pretrained(
+        folder
+    )
+    saved = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(saved | {"classifier_pooling": "first"}))
+    assert BertConfig.from_hf_config(folder).classifier_pooling == "cls"
+    done = in_process("finetune", "--model", str(tiny_folder), "--pooling", "first", "--steps",
+                      "0", "--out", str(tmp_path / "cli"))  # fmt: skip
+    assert "minibert: --pooling first is now --pooling cls\n" in done.stderr, done.stderr
 
 
 def test_the_moved_measures_are_still_read_here():
@@ -279,7 +309,7 @@ def test_the_moved_measures_are_still_read_here():
         assert getattr(finetuning, name) is getattr(frozen_features, name)
 
 
-@pytest.mark.parametrize("pooling", ["cls", "mean", "first"])
+@pytest.mark.parametrize("pooling", ["pooler", "cls", "mean"])
 def test_pooling_is_refused_for_a_search_encoder_even_when_it_names_the_default(tmp_path, pooling):
     """`finetune --task wiki-search --pooling cls` was accepted and changed nothing (the encoder is
     mean-pooled), and every wiki-search run recorded "pooling": "cls"."""

@@ -36,15 +36,16 @@ PROBE_RATES = (1e-2, 3e-2, 1e-1)  # a linear head on fixed features: larger step
 @dataclass(frozen=True)
 class Model:
     """A row of the grid: where its weights come from, whether they are replaced by random ones of
-    the same size and vocabulary (scratch), the rates its sweep starts from, and its head: "cls"
-    (BERT's pooler on [CLS]), "mean" (the tokens' mean), "first" (the [CLS] vector without the
-    pooler), or "probe" (a linear head on frozen features: the mean, or each word's own)."""
+    the same size and vocabulary (scratch), the rates its sweep starts from, and its head:
+    "pooler" (BERT's pooler on [CLS]), "mean" (the tokens' mean), "cls" (the raw [CLS] vector
+    without the pooler), or "probe" (a linear head on frozen features: the mean, or each word's
+    own)."""
 
     name: str
     source: str  # a model name (minilm, course, ...) or a folder
     scratch: bool = False
     rates: tuple[float, ...] = SMALL_RATES
-    head: str = "cls"
+    head: str = "pooler"
     partner: str | None = None  # the row of random weights of its size and vocabulary
 
     def options(self, task: tasks.Task) -> dict[str, Any]:
@@ -52,10 +53,10 @@ class Model:
         if self.head == "probe":  # a sentence task's probe reads the mean, a token task's each word
             pooling = {"pooling": "mean"} if task.shape == "text" else {}  # refused for the rest
             return {"freeze_encoder": True, **pooling, "dropout": 0.0}
-        return {} if self.head == "cls" else {"pooling": self.head}
+        return {} if self.head == "pooler" else {"pooling": self.head}
 
 
-HEADS = {"": "cls", "-mean": "mean", "-cls": "first", "-probe": "probe"}  # row suffix -> head
+HEADS = {"": "pooler", "-mean": "mean", "-cls": "cls", "-probe": "probe"}  # row suffix -> head
 
 
 def models(bases: dict[str, tuple[str, bool, tuple[float, ...]]], random: dict[str, str]) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -56,9 +57,12 @@ def add_arguments(
             continue
         required = default is dataclasses.MISSING
         choices = getattr(check, "choices", None)
+        renamed = getattr(check, "renamed", None)
         parser.add_argument(
             flag,
-            type=argparse_type(kind, None if choices else check)
+            type=_renaming(flag, renamed)
+            if renamed
+            else argparse_type(kind, None if choices else check)
             if kind in (int, float, str)
             else kind,
             choices=choices,
@@ -66,6 +70,19 @@ def add_arguments(
             default=None if required else default,
             help=help_text,
         )
+
+
+def _renaming(flag: str, renamed: dict[str, str]) -> Callable[[str], str]:
+    """An argparse type that reads a renamed value as its new name, saying so in one line (the
+    promise to users: an old name keeps working, and says what it is now)."""
+
+    def parse(text: str) -> str:
+        if text in renamed:
+            print(f"minibert: {flag} {text} is now {flag} {renamed[text]}", file=sys.stderr)
+            return renamed[text]
+        return text
+
+    return parse
 
 
 def from_namespace(cls: type, args: argparse.Namespace) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from minibert import distributed, tasks
-from minibert.config import POOLINGS, BertConfig
+from minibert.config import POOLINGS, RENAMED_POOLINGS, BertConfig
 from minibert.options import (
     COUNT,
     FRACTION,
@@ -185,11 +185,11 @@ class FinetuneOptions:
     )
     pooling: str | None = option(
         None,
-        help="what a sentence task's classifier reads: 'cls' (the default: the pooler on [CLS], "
-        "BERT's head), 'mean' (the tokens' mean, as MiniLM's sentence training pooled) or "
-        "'first' (the [CLS] vector without the pooler); transformers cannot load the last two "
+        help="what a sentence task's classifier reads: 'pooler' (the default: BERT's pooler on "
+        "[CLS], BERT's head), 'cls' (the raw [CLS] vector, no pooler) or 'mean' (the tokens' "
+        "mean, as MiniLM's sentence training pooled); transformers cannot load the last two "
         "heads; refused for the other tasks",
-        check=one_of(*POOLINGS),
+        check=one_of(*POOLINGS, renamed=RENAMED_POOLINGS),
     )
     freeze_encoder: bool = option(
         False, help="train only the classifier on frozen features (a linear probe)"
@@ -243,7 +243,7 @@ def finetune(
     o = options_of(FinetuneOptions, options, changes)
     spec = tasks.get(o.task)
     if spec.shape == "text":  # a sentence task's classifier: BERT's head unless told
-        o = dataclasses.replace(o, pooling=o.pooling or "cls")
+        o = dataclasses.replace(o, pooling=o.pooling or "pooler")
     elif o.pooling is not None:  # before anything is written
         vector = spec.shape == "vector"  # wiki-search: the encoder is mean-pooled, as search reads
         why = " (its encoder is mean-pooled, as minibert search reads it)" if vector else ""
@@ -294,7 +294,7 @@ def _finetune(
     """finetune's work, inside its locked output folder."""
     started = start(o.train)
     tok = BertTokenizer.from_pretrained(source)
-    pooling = o.pooling or "cls"  # None: not a sentence task, its head reads no pooled vector
+    pooling = o.pooling or "pooler"  # None: not a sentence task, its head reads no pooled vector
     config = BertConfig.from_hf_config(source).replace(
         num_labels=spec.head_size, label_names=spec.label_names, classifier_pooling=pooling
     )

@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 from minibert import assets
+from minibert.config import POOLINGS, RENAMED_POOLINGS  # the package's one pooling vocabulary
 from minibert.model import BertModel, mean_pool
 from minibert.tokenization import BertTokenizer
 from minibert.utils import (
@@ -54,9 +55,6 @@ __all__ = [
     "random_encoder",
 ]
 
-# the last layer's raw [CLS] vector, BERT's pooler on it (dense + tanh), the mean of the real tokens
-POOLINGS = ("cls", "pooler", "mean")
-RENAMED_POOLINGS = {"first": "cls"}  # an old name -> the new one (refused, naming it)
 MAX_LENGTH = (
     256  # pieces a text is cut to (all-MiniLM-L6-v2's max_seq_length), at most the positions
 )
