@@ -14,9 +14,12 @@ difference from BM25 is paired over the test queries: 2,000 bootstrap resamples 
 scored on each (random weights: 3 seeds, averaged within each resample), and a sign-flip p-value.
 The hybrid's weight is chosen on the dev questions (never on test) by a rule stated in the file; so
 is the learning rate of the contrastive row (the course checkpoint trained on the training
-questions' pairs with in-batch negatives), at a seed not among the three reported. The
-self-supervised rows (the course checkpoint trained on the training articles' text alone,
-retrieval_selfsup): ICT's rate chosen on dev by `minibert finetune --task wiki-ict`, SimCSE's here
+questions' pairs with in-batch negatives), at a seed not among the three reported. Every trained
+row is trained by the recipe users run, through the package: `minibert finetune --task
+wiki-search` (recipes.finetune), `--task wiki-ict` or `--task wiki-simcse` for the
+self-supervised rows (the course checkpoint trained on the training articles' text alone), and
+`minibert distill` for the distilled row; one function (chosen_rate) tries each row's rates on
+dev. ICT's rate chosen on dev by `minibert finetune --task wiki-ict`, SimCSE's here
 on dev, each at seed 0; the row reports seeds 1-3 (--seeds; a seed --out's row already holds at the
 same settings is read back, not trained again); --only adds one to the table in --out, compared as
 the others. So is the distilled row (recipes.distill: the course checkpoint regressing MiniLM's
@@ -49,7 +52,6 @@ from minibert import retrieval_distill as distillation
 from minibert import retrieval_encoders as encoders
 from minibert import retrieval_index as index
 from minibert import retrieval_selfsup as selfsup
-from minibert import retrieval_training as training
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "retrieval.json"
@@ -262,38 +264,70 @@ def widened(trials: list[dict], trial) -> dict:
     return best()
 
 
-def contrastive(vectors: Vectors, queries: dict, passages: list, seed: int, lr: float) -> dict:
-    """The course checkpoint trained on the training questions' (question, paragraph) pairs with
-    in-batch negatives (mean pooling), then measured like the others: dense_row's fields."""
-    encoder = encoders.load_encoder("course")
-    pairs = [(q.text, passages[q.passage].text) for q in queries["train"]]
-    start = time.perf_counter()
-    training.train_encoder(
-        encoder, pairs, pooling="mean", temperature=TEMPERATURE, steps=STEPS, lr=lr,
-        batch_size=BATCH, eval_every=STEPS, seed=seed, progress=False,
-    )  # fmt: skip
-    got = dense_row(vectors, encoder, "mean", queries)
-    got["seconds"]["training"] = time.perf_counter() - start
-    return got
-
-
-def contrastive_row(vectors: Vectors, queries: dict, passages: list) -> dict:
-    """The rate chosen on dev (MRR@10, seed LR_SEED; a best rate at the grid's edge adds the next
-    rate beyond it, twice at most), then 3 seeds at it on test."""
+def chosen_rate(
+    label: str,
+    rates: tuple,
+    queries: dict,
+    run,
+    done: dict | None = None,
+    seconds: bool = False,
+) -> tuple[dict, list[dict]]:
+    """The rate a trained row uses, chosen on dev: each of rates tried (run(lr) trains at the
+    rate-choosing seed and measures: dense_row's fields), its dev measures kept in trials (with
+    seconds, its training time too), then widened (a best rate at the grid's edge adds the next
+    beyond it, twice at most). done: rate -> a trial --out already holds at the same settings,
+    read back rather than trained again. The best trial and every trial."""
     trials: list[dict] = []
 
     def trial(lr: float) -> None:
-        got = contrastive(vectors, queries, passages, LR_SEED, lr)
+        if done and lr in done:
+            trials.append(done[lr])
+            return
+        got = run(lr)
         dev = per_query(dense_scores(got["dev"], got["passages"]), queries["dev"])
         trials.append({"lr": lr, **{m: float(v.mean()) for m, v in dev.items()}})
-        print(f"contrastive lr {lr:g}: dev MRR@10 {trials[-1]['mrr@10']:.3f}", flush=True)
+        if seconds:
+            trials[-1]["training_seconds"] = got["seconds"]["training"]
+        print(f"{label} lr {lr:g}: dev MRR@10 {trials[-1]['mrr@10']:.3f}", flush=True)
 
-    for lr in LRS:
+    for lr in rates:
         trial(lr)
-    best = widened(trials, trial)
+    return widened(trials, trial), trials
+
+
+def finetuned(vectors: Vectors, queries: dict, task: str, lr: float, seed: int, **loop) -> dict:
+    """The course checkpoint fine-tuned as `minibert finetune --model course --task TASK` trains
+    it (recipes.finetune: the task's data, its bi-encoder and in-batch loss at its temperature,
+    fine-tuning's defaults) with the loop's settings, this rate and seed, one evaluation at the end
+    (so the kept weights are the last); its folder in the cache, then measured like the others:
+    dense_row's fields, the loss's first and last values and the training time."""
+    out = vectors.cache / "finetuned" / f"{task}-lr{lr:g}-seed{seed}"
+    before, start = load(), time.perf_counter()
+    result = recipes.finetune(out, model="course", task=task, lr=lr, seed=seed,
+                              eval_every=loop["steps"], overwrite=True, progress=False, **loop)  # fmt: skip
+    trained = time.perf_counter() - start
+    got = dense_row(vectors, encoders.load_encoder(out), "mean", queries)
+    got["seconds"] |= {"training": trained, "training_load_average": [before, load()]}
+    losses = [h["train_loss"] for h in result.history if "train_loss" in h]
+    got["loss_first_last"] = [losses[0], losses[-1]] if losses else None
+    return got
+
+
+def contrastive(vectors: Vectors, queries: dict, seed: int, lr: float) -> dict:
+    """The course checkpoint trained on the training questions' (question, paragraph) pairs with
+    in-batch negatives (`minibert finetune --task wiki-search`), measured like the others."""
+    return finetuned(vectors, queries, "wiki-search", lr, seed, steps=STEPS, batch_size=BATCH)
+
+
+def contrastive_row(vectors: Vectors, queries: dict) -> dict:
+    """The rate chosen on dev (MRR@10, seed LR_SEED; a best rate at the grid's edge adds the next
+    rate beyond it, twice at most), then 3 seeds at it on test."""
+    best, trials = chosen_rate(
+        "contrastive", LRS, queries, lambda lr: contrastive(vectors, queries, LR_SEED, lr)
+    )
     found, runs = [], []
     for seed in SEEDS:
-        got = contrastive(vectors, queries, passages, seed, best["lr"])
+        got = contrastive(vectors, queries, seed, best["lr"])
         found.append(ranks(dense_scores(got["test"], got["passages"]), queries["test"]))
         runs.append(got["seconds"])
     return {
@@ -301,6 +335,8 @@ def contrastive_row(vectors: Vectors, queries: dict, passages: list) -> dict:
         "pooling": "mean",
         "seeds": list(SEEDS),
         "training": {
+            "recipe": f"minibert finetune --model course --task wiki-search --steps {STEPS} "
+            f"--batch-size {BATCH} --lr {best['lr']:g} --seed SEED",
             "pairs": len(queries["train"]),
             "steps": STEPS,
             "batch_size": BATCH,
@@ -316,23 +352,13 @@ def contrastive_row(vectors: Vectors, queries: dict, passages: list) -> dict:
 
 
 def selfsup_trained(vectors: Vectors, queries: dict, objective: str, lr: float, seed: int) -> dict:
-    """The course checkpoint trained on the training articles' own text by ICT or SimCSE
-    (retrieval_selfsup; no question) at SELFSUP's settings, this rate and seed (ICT's pairs drawn
-    with the seed too), mean pooling, measured like the others: dense_row's fields and the loss."""
-    encoder = encoders.load_encoder("course")
-    pairs = selfsup.pairs_of(objective, selfsup.training_paragraphs(), seed=seed)
-    before, start = load(), time.perf_counter()
-    history = training.train_encoder(
-        encoder, pairs, pooling="mean", temperature=SELFSUP["temperature"],
-        steps=SELFSUP["steps"], lr=lr, batch_size=SELFSUP["batch_size"],
-        eval_every=SELFSUP["steps"], seed=seed, group_by_length=True, progress=False,
-    )  # fmt: skip
-    trained = time.perf_counter() - start
-    got = dense_row(vectors, encoder, "mean", queries)
-    got["seconds"] |= {"training": trained, "training_load_average": [before, load()]}
-    losses = [h["train_loss"] for h in history if "train_loss" in h]
-    got["loss_first_last"] = [losses[0], losses[-1]] if losses else None
-    got["pairs"] = len(pairs)
+    """The course checkpoint trained on the training articles' own text by ICT or SimCSE (`minibert
+    finetune --task wiki-ict|wiki-simcse`; no question) at SELFSUP's settings, this rate and seed
+    (ICT's pairs drawn with the seed too), measured like the others: dense_row's fields, the
+    loss and the pairs."""
+    loop = {"steps": SELFSUP["steps"], "batch_size": SELFSUP["batch_size"]}
+    got = finetuned(vectors, queries, f"wiki-{objective}", lr, seed, **loop)
+    got["pairs"] = len(selfsup.pairs_of(objective, selfsup.training_paragraphs(), seed=seed))
     return got
 
 
@@ -359,29 +385,19 @@ def selfsup_row(
         )
     else:
         fixed = {k: v for k, v in SELFSUP.items()} | {"objective": objective}
+        fixed["recipe"] = f"minibert finetune --model course --task wiki-{objective}"
         same = kept and all(kept["training"].get(k) == v for k, v in fixed.items())
         done = {t["lr"]: t for t in kept["training"].get("lr_trials", [])} if same else {}
-        trials = []
-
-        def trial(rate: float) -> None:  # a trial --out's row holds at these settings: read back
-            if rate in done:
-                trials.append(done[rate])
-                return
-            got = selfsup_trained(vectors, queries, objective, rate, SELFSUP_LR_SEED)
-            dev = per_query(dense_scores(got["dev"], got["passages"]), queries["dev"])
-            trials.append({"lr": rate, **{m: float(v.mean()) for m, v in dev.items()}})
-            trials[-1]["training_seconds"] = got["seconds"]["training"]
-            print(f"{objective} lr {rate:g}: dev MRR@10 {trials[-1]['mrr@10']:.3f}", flush=True)
-
-        for rate in SIMCSE_LRS:
-            trial(rate)
-        lr = widened(trials, trial)["lr"]
+        run = lambda rate: selfsup_trained(vectors, queries, objective, rate, SELFSUP_LR_SEED)  # noqa: E731
+        best, trials = chosen_rate(objective, SIMCSE_LRS, queries, run, done, seconds=True)
+        lr = best["lr"]
         rule = (
             f"the highest dev MRR@10 of {list(SIMCSE_LRS)} at seed {SELFSUP_LR_SEED}, not a "
             "reported seed (a best rate at the grid's edge adds the next one beyond it, twice at "
             "most); a tie to the smaller rate"
         )
-    settings = {"objective": objective, **SELFSUP, "lr": lr, "group_by_length": True}
+    settings = {"objective": objective, **SELFSUP, "lr": lr, "group_by_length": True,
+                "recipe": f"minibert finetune --model course --task wiki-{objective}"}  # fmt: skip
     runs: dict[int, dict] = {}
     if kept and all(kept["training"].get(k) == v for k, v in settings.items()):
         for i, seed in enumerate(kept["seeds"]):
@@ -467,18 +483,13 @@ def distill_row(vectors: Vectors, queries: dict, cache: Path) -> dict:
     """The distilled course-size student (distilled_student), mean pooling: the rate chosen on
     dev (MRR@10) at LR_SEED among DISTILL_LRS (a best rate at the grid's edge adds the next one
     beyond it, twice at most), then SEEDS at it on test; its training settings and times."""
-    trials: list[dict] = []
-
-    def trial(lr: float) -> None:
-        got = distilled(vectors, queries, cache, lr, LR_SEED)
-        dev = per_query(dense_scores(got["dev"], got["passages"]), queries["dev"])
-        trials.append({"lr": lr, **{m: float(v.mean()) for m, v in dev.items()}})
-        trials[-1]["training_seconds"] = got["seconds"]["training"]
-        print(f"distill lr {lr:g}: dev MRR@10 {trials[-1]['mrr@10']:.3f}", flush=True)
-
-    for lr in DISTILL_LRS:
-        trial(lr)
-    best = widened(trials, trial)
+    best, trials = chosen_rate(
+        "distill",
+        DISTILL_LRS,
+        queries,
+        lambda lr: distilled(vectors, queries, cache, lr, LR_SEED),
+        seconds=True,
+    )
     found, runs = [], []
     for seed in SEEDS:
         got = distilled(vectors, queries, cache, best["lr"], seed)
@@ -885,7 +896,7 @@ def main(argv: list[str] | None = None) -> None:
     rows, lexical = lexical_rows(passages, queries["test"], queries["dev"])
     more, dense = dense_rows(vectors, queries)
     rows |= more
-    rows["course mean, contrastive on train"] = contrastive_row(vectors, queries, passages)
+    rows["course mean, contrastive on train"] = contrastive_row(vectors, queries)
     rows[DISTILL_ROW] = distill_row(vectors, queries, args.cache)
     rows["hybrid: BM25 + MiniLM mean"] = hybrid(
         lexical["BM25"], dense["MiniLM mean"], queries, "MiniLM mean"

@@ -1,0 +1,42 @@
+"""benchmarks/retrieval.py: every trained row's rate is chosen on dev by one function, which tries
+the grid, widens it past an edge, and reads back the trials a finished row already holds."""
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import retrieval as benchmark  # noqa: E402  (benchmarks/retrieval.py, beside the tests)
+
+from minibert.retrieval import Query  # noqa: E402
+
+QUERIES = {"dev": [Query("q0", "a", 0), Query("q1", "b", 1)]}
+
+
+def found_at(rank: int) -> dict:
+    """A run whose dev questions each find their passage at this rank among 20 (a trial's fields)."""
+    passages = torch.eye(20)
+    ahead = 2 * passages[10 : 10 + rank - 1].sum(0)  # rank - 1 passages closer than its own
+    dev = torch.stack([passages[i] + ahead for i in range(2)])
+    return {"dev": dev, "passages": passages, "seconds": {"training": 1.5}}
+
+
+def test_the_rate_is_chosen_on_dev_widened_past_the_edge_and_read_back_when_done(capsys):
+    ranks = {1e-3: 3, 3e-3: 2, 1e-2: 1, 3e-2: 1}  # the best at the grid's edge, then a tie
+    tried = []
+
+    def run(lr: float) -> dict:
+        tried.append(lr)
+        return found_at(ranks[lr])
+
+    best, trials = benchmark.chosen_rate("toy", (1e-3, 3e-3, 1e-2), QUERIES, run, seconds=True)
+    assert tried == [1e-3, 3e-3, 1e-2, 3e-2]  # 1e-2 at the edge: one step beyond it
+    assert best["lr"] == 1e-2 and best["mrr@10"] == 1.0  # a tie goes to the smaller rate
+    assert [t["mrr@10"] for t in trials] == [1 / 3, 1 / 2, 1.0, 1.0]
+    assert all(t["training_seconds"] == 1.5 for t in trials)
+    assert "toy lr 0.001: dev MRR@10 0.333" in capsys.readouterr().out
+    done = {t["lr"]: t for t in trials}
+    tried.clear()
+    again, _ = benchmark.chosen_rate("toy", (1e-3, 3e-3, 1e-2), QUERIES, run, done)
+    assert tried == [] and again == best  # every trial read back, none trained
