@@ -912,6 +912,7 @@ SECTIONS: dict[str, Callable[[dict], Section]] = {
     "english_corpus.json": english_corpus,
     "minimal_pairs.json": minimal_pairs,
     "english_recipes.json": english_recipes,
+    "english_recipes_4500.json": english_recipes,
     "nsp_continuation.json": nsp_continuation,
     "nsp_continuation_6000.json": nsp_continuation_6000,
     "nsp_continuation_weighted.json": nsp_continuation_weighted,
