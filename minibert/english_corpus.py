@@ -131,7 +131,7 @@ _ITALICS = re.compile(r"_([^_]+)_")
 def clean_gutenberg(text: str, play: bool = False) -> list[str]:
     """A Gutenberg text as paragraphs: the title line "[Emma by Jane Austen 1816]" and headings
     (lines with no lower-case letter: "CHAPTER I") dropped, the line wrapping undone, the Bible's
-    verse numbers and _italics_ marks removed; in a play, speaker labels ("Fran.") at the start
+    verse numbers and the underscores that mark italics removed; in a play, speaker labels ("Fran.") at the start
     of a line and stage directions ("Enter Horatio") too."""
     text = text.replace("\r\n", "\n")
     paragraphs = []

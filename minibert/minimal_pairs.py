@@ -462,7 +462,7 @@ def sentence_scorer(score: Callable[[str], float]) -> Scorer:
 class WordNgramModel:
     """A word n-gram language model: the minimal pairs' n-gram baseline.
 
-    Add-k (discount None): P(w | h) = (count(h, w) + k) / (count(h) + k |V|), h the order - 1
+    Add-k (discount None): P(w | h) = (count(h, w) + k) / (count(h) + k n_V), h the order - 1
     words before w (<s> before the first), V the training words, </s> and <unk> (a word never seen
     in training is <unk>). A history never seen in training backs off to its longest seen suffix
     (at worst the empty one: add-k unigrams), so each P(. | h) still sums to one over V.
@@ -471,7 +471,7 @@ class WordNgramModel:
     baseline: P(w | h) = max(count(h, w) - d, 0) / count(h) + d N(h) / count(h) P(w | h'), N(h)
     the distinct words seen after h and h' the history without its first word; an unseen history
     is its shorter one's; the add-k unigrams at the end. Under add-k alone a history seen once or
-    twice spreads its few counts over all of V (k |V| pseudo-counts), while a history never seen
+    twice spreads its few counts over all of V (k n_V pseudo-counts, n_V the size of V), while a history never seen
     borrows a frequent shorter one's: a rare grammatical sequence can score below an unseen
     ungrammatical one. Words as ``words`` splits.
     """

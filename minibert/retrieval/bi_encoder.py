@@ -10,7 +10,7 @@ transformer, a pooling, a loss module). Trained through the package's one loop.
 One BertModel encodes both sides (shared weights, as sentence-transformers trains MiniLM); the
 default loss is ``in_batch.InBatchLoss``: every other passage of the batch a negative (DPR,
 Karpukhin et al., 2020; SimCSE's supervised loss). Any module taking (query_vectors,
-passage_vectors, **the batch's other tensors) and returning a scalar plugs in. Two questions about the same paragraph
+passage_vectors, and the batch's other tensors as keywords) and returning a scalar plugs in. Two questions about the same paragraph
 in one batch make one of them a false negative; batches are drawn at random, and with the
 course's 592 training questions that is rare.
 """

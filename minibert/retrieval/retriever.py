@@ -77,7 +77,7 @@ RETRIEVERS: dict[str, Factory] = {
 
 def register_retriever(name: str, factory: Factory) -> Factory:
     """Make name a retriever that ``retriever_of``, ``minibert search`` and ``minibert ask``
-    know: factory(passages, **settings) builds it. A name already taken is refused."""
+    know: ``factory(passages, **settings)`` builds it. A name already taken is refused."""
     if not isinstance(name, str) or not name or name in RETRIEVERS:
         raise ValueError(f"a retriever's name must be a new non-empty str, got {name!r}")
     RETRIEVERS[name] = factory
