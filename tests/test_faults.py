@@ -1,6 +1,6 @@
 """Faults a student or a teacher hits: interrupts, bad arguments, damaged files, shared folders.
 
-Each test reproduces one defect of issue 12 and states the behaviour that fixes it. Interrupts are
+Each test reproduces one fault and states the behaviour that fixes it. Interrupts are
 injected in-process (a hook raises KeyboardInterrupt, or sends the process a real SIGINT), never
 with sleeps.
 """

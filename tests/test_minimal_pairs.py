@@ -32,7 +32,7 @@ def pairs():
 # --- the generator ----------------------------------------------------------------------------
 
 
-def test_200_pairs_of_each_blimp_phenomenon_in_equal_groups_without_repeats(pairs):
+def test_each_blimp_phenomenon_gets_200_pairs_in_equal_groups_without_repeats(pairs):
     assert set(mp.PHENOMENA) == BLIMP_NAMES
     for name in mp.PHENOMENA:
         mine = [p for p in pairs if p.phenomenon == name]
