@@ -146,7 +146,7 @@ def _close(value: float, expected: Fraction) -> bool:
     return abs(Fraction(value) - expected) < Fraction(1, 10**12)
 
 
-def test_f1_partial_overlap_hand_worked():
+def test_squad_f1_on_a_partial_overlap_is_the_hand_count():
     # "denver broncos" vs "broncos": 1 shared, precision 1/2, recall 1 -> 2/3
     assert _close(squad.f1("Denver Broncos", ["Broncos"]), Fraction(2, 3))
     # "cat cat sat" vs "cat sat on mat": shared cat (min(2, 1)) and sat -> P 2/3, R 2/4 -> 4/7
