@@ -33,11 +33,12 @@ from pathlib import Path
 import torch
 from common import course_recipe
 from common.english_runs import RUNS, VOCAB, load_state
+from common.run_history import run_history
 
 from minibert import english_corpus, pretraining
 from minibert.paired_statistics import paired_bootstrap
 from minibert.pretraining import IGNORE_INDEX
-from minibert.recipes import RUN_FOLDER, pretrain
+from minibert.recipes import pretrain
 from minibert.teaching.baselines import NgramTable
 from minibert.tokenization import BertTokenizer
 from minibert.wordpiece_trainer import train_wordpiece
@@ -86,11 +87,7 @@ def vocabulary() -> Path:
 
 def history_of(name: str) -> list[dict]:
     """The candidate's history so far: from its paused run, or its finished folder."""
-    state = RUNS / name / RUN_FOLDER / "training_state.pt"
-    if state.is_file():
-        return torch.load(state, weights_only=False)["history"]
-    finished = RUNS / name / "history.json"
-    return json.loads(finished.read_text()) if finished.is_file() else []
+    return run_history(RUNS / name)
 
 
 def run(names: list[str], stop_after: int, threads: int | None) -> None:

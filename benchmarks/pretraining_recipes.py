@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 from common import course_recipe
+from common.run_history import run_history
 
 from minibert import corpora, pretraining
 from minibert.recipes import RUN_FOLDER, pretrain
@@ -50,11 +51,7 @@ CANDIDATES = {  # name -> (what it is, the options beside SCHEDULE)
 
 def history_of(name: str) -> list[dict]:
     """The candidate's history so far: from its paused run, or its finished folder."""
-    state = RUNS / name / RUN_FOLDER / "training_state.pt"
-    if state.is_file():
-        return torch.load(state, weights_only=False)["history"]
-    finished = RUNS / name / "history.json"
-    return json.loads(finished.read_text()) if finished.is_file() else []
+    return run_history(RUNS / name)
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 import torch
-from conftest import cli, tiny_encoder_folder
+from conftest import TEXTS, cli, tiny_encoder_folder
 
 from minibert import retrieval, tasks
 from minibert.retrieval import Passage, Query, corpus
@@ -15,13 +15,6 @@ from minibert.retrieval.encoders import encode, load_encoder
 from minibert.tasks.wiki_search import RANKED, in_batch_metrics
 from minibert.tokenization import BertTokenizer
 
-TEXTS = [
-    "the cat sat on the mat",
-    "a dog sat on a log and the dog slept on the log all day",
-    "cats and dogs",
-    "the tower is in paris",
-    "paris",
-]
 PASSAGES = [Passage(f"A{i}", 0, text) for i, text in enumerate(TEXTS)]
 SPLITS = {  # each query: the last and first words of its passage, as the retrieval tests' pairs
     "train": [0, 1, 2, 3, 4, 0, 1, 2, 3, 4],
