@@ -327,3 +327,18 @@ def test_the_measured_defaults_leave_the_trivial_level_and_reach_80_percent_of_t
     for task in ("capitalisation", "wiki-mentions"):
         run = next(r for r in runs if (r["task"], r["size"], r["model"]) == (task, 256, "course"))
         assert run["test"] >= 0.8 * run["protocol"], run
+
+
+def test_english_recipe_is_the_wikipedia_schedule_on_the_english_corpus_with_30_percent_masking():
+    from minibert.cli import build_parser, with_recipe
+
+    def parsed(name: str):
+        return vars(
+            build_parser().parse_args(with_recipe(["pretrain", "--recipe", name, "--out", "x"]))
+        )
+
+    english, wikipedia = parsed("english"), parsed("wikipedia")
+    assert english["corpus"] == "english" and english["mask_rate"] == 0.3
+    assert wikipedia["mask_rate"] == 0.15
+    differ = {k for k in english if english[k] != wikipedia[k] and not callable(english[k])}
+    assert differ == {"corpus", "mask_rate"}
