@@ -67,8 +67,10 @@ class TreeSampler(threading.Thread):
         self.peak_rss = max(self.peak_rss, rss)
 
 
-def measure(path: Path) -> dict:
-    """Run the notebook at path in a fresh kernel: wall and CPU seconds, peak RSS, cell times."""
+def measure(path: Path, env: dict[str, str] | None = None) -> dict:
+    """Run the notebook at path in a fresh kernel: wall and CPU seconds, peak RSS, cell times.
+
+    env: the kernel's environment (default: this process's), e.g. with OMP_NUM_THREADS set."""
     notebook = nbformat.read(path, as_version=4)
     cells: dict[int, float] = {}  # by the cell's number in the stored notebook ([n], code cells)
     number = {}
@@ -88,7 +90,7 @@ def measure(path: Path) -> dict:
     )
     sampler = None
     start = time.perf_counter()
-    with client.setup_kernel():
+    with client.setup_kernel(**({"env": env} if env is not None else {})):
         sampler = TreeSampler(client.km.provisioner.process.pid)
         sampler.start()
         for index, cell in enumerate(client.nb.cells):
