@@ -1,7 +1,7 @@
 """The bi-encoder: its default loss is the in-batch loss of the vectors encode gives, any other loss
 module plugs in (one that reads a batch of texts alone and their targets too), its batches are
-padded as stated, every used weight learns, and a short run teaches a tiny encoder to find each
-toy query's passage."""
+padded as stated, every used weight learns, a short run teaches a tiny encoder to find each toy
+query's passage, and a hard negative per pair is encoded and joins the loss (DPR's)."""
 
 import pytest
 import torch
@@ -95,3 +95,25 @@ def test_a_short_run_teaches_a_tiny_encoder_each_querys_passage(tiny):
     assert history[-1]["train_loss"] < history[0]["train_loss"] / 2
     assert not tiny.model.training  # left in evaluation mode
     assert found() == len(PAIRS)
+
+
+def test_a_hard_negative_per_pair_is_encoded_and_scored_against_every_query(tiny):
+    negatives = [PAIRS[(i + 1) % len(PAIRS)][1] for i in range(len(PAIRS))]  # the next passage
+    examples = pair_examples(tiny, PAIRS, negatives)
+    batch = collate_pairs(examples, tiny.tokenizer.pad_token_id)
+    assert batch["negative_mask"].sum(1).tolist() == [len(e["negative_ids"]) for e in examples]
+    model = BiEncoder.around(tiny.model, "mean", temperature=0.1).eval()
+    with torch.no_grad():
+        out = model(**batch)
+    queries = encode(tiny, [q for q, _ in PAIRS])
+    passages = encode(tiny, [p for _, p in PAIRS])
+    hard = encode(tiny, negatives)
+    torch.testing.assert_close(out.negative_vectors, hard, atol=1e-5, rtol=0)
+    want = in_batch_loss(queries, passages, 0.1, negatives=hard)
+    torch.testing.assert_close(out.loss, want, atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="one negative passage per pair"):
+        pair_examples(tiny, PAIRS, negatives[:2])
+    history = train_encoder(
+        tiny, PAIRS, negatives=negatives, steps=3, batch_size=5, progress=False, seed=0
+    )
+    assert len(history) == 3 and all(h["train_loss"] > 0 for h in history)

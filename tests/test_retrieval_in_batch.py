@@ -1,5 +1,6 @@
 """The contrastive loss with in-batch negatives, one module: its value against a hand computation,
-and as the bi-encoder's loss module (a held-out batch of one pair has nothing to learn from)."""
+with hard negatives too, and as the bi-encoder's loss module (a held-out batch of one pair has
+nothing to learn from)."""
 
 import math
 
@@ -39,3 +40,20 @@ def test_the_loss_module_is_the_function_and_a_single_pair_in_evaluation_is_none
         loss(None, p)
     with pytest.raises(ValueError, match="temperature must be a positive number"):
         InBatchLoss(float("inf"))
+
+
+def test_hard_negatives_join_the_batchs_passages_as_negatives_of_every_query():
+    q = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
+    p = torch.tensor([[3.0, 0.0], [1.0, 1.0]])
+    n = torch.tensor([[0.0, 5.0]])  # one hard negative, shared by both queries
+    c = 1 / math.sqrt(2)
+    # cosines with n: q0.n = 0, q1.n = 1; temperature 0.5 doubles every cosine
+    row0 = -math.log(math.exp(2) / (math.exp(2) + math.exp(2 * c) + math.exp(0)))
+    row1 = -math.log(math.exp(2 * c) / (math.exp(0) + math.exp(2 * c) + math.exp(2)))
+    loss = in_batch_loss(q, p, temperature=0.5, negatives=n)
+    assert loss.item() == pytest.approx((row0 + row1) / 2)
+    assert loss.item() > in_batch_loss(q, p, temperature=0.5).item()  # harder with n
+    module = InBatchLoss(0.5)
+    assert module(q, p, negative_vectors=n).item() == pytest.approx(loss.item())
+    with pytest.raises(ValueError, match="negatives must be \\(negatives, 2\\)"):
+        in_batch_loss(q, p, negatives=torch.ones(2, 3))

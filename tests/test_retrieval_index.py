@@ -1,5 +1,7 @@
 """The passage index: saved beside its folder, reloaded, rebuilt when stale; faiss and torch find the
-same passages; search and `minibert search` on a small fixture, and bad input in one line."""
+same passages; search and `minibert search` on a small fixture, and bad input in one line; the
+approximate indexes (HNSW, IVF) keep the exact top 10 on well-separated vectors, and leave the
+exact path as it was."""
 
 from pathlib import Path
 
@@ -8,7 +10,7 @@ import torch
 from conftest import cli, tiny_encoder_folder
 
 import minibert
-from minibert.retrieval import Passage, corpus
+from minibert.retrieval import Passage, corpus, retriever_of
 from minibert.retrieval import index as retrieval_index
 from minibert.retrieval.encoders import load_encoder
 from minibert.retrieval.index import PassageIndex, Searcher, index_path, passage_index
@@ -198,3 +200,72 @@ def test_a_read_only_folder_never_claims_the_index_is_kept(folder, monkeypatch, 
     err = capsys.readouterr().err
     assert "kept in" not in err and "not kept" in err and "built again on every run" in err
     assert not index_path(folder, "mean").exists()
+
+
+def _clusters(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """1,000 unit vectors in 32 dimensions, 25 around each of 40 random directions (well
+    separated), and 50 queries near 50 of those directions."""
+    g = torch.Generator().manual_seed(seed)
+    centres = torch.nn.functional.normalize(torch.randn(40, 32, generator=g), dim=-1)
+    vectors = centres.repeat_interleave(25, 0) + 0.1 * torch.randn(1000, 32, generator=g)
+    queries = centres[torch.randint(40, (50,), generator=g)] + 0.1 * torch.randn(
+        50, 32, generator=g
+    )
+    return vectors, queries
+
+
+@pytest.mark.parametrize("backend", ["hnsw", "ivf"])
+def test_approximate_search_keeps_the_exact_top_10_on_well_separated_clusters(backend):
+    pytest.importorskip("faiss", reason="faiss-cpu is not installed (pip install -e '.[search]')")
+    vectors, queries = _clusters()
+    index = PassageIndex.of(vectors, "corpus", "encoder", "mean")
+    exact_scores, exact = index.search(queries, 10, backend="torch")
+    scores, found = index.search(queries, 10, backend=backend)
+    assert found.shape == scores.shape == (50, 10) and found.dtype == torch.long
+    assert retrieval_index.recall_of_exact(found, exact) >= 0.95
+    assert (scores[:, :-1] >= scores[:, 1:] - 1e-6).all()  # best first
+    own = (vectors[found] * torch.nn.functional.normalize(queries, dim=-1)[:, None]).sum(-1)
+    torch.testing.assert_close(scores, own / vectors[found].norm(dim=-1), atol=1e-4, rtol=0)
+    again_scores, again = index.search(queries, 10, backend="torch")  # the exact path unchanged
+    assert torch.equal(again, exact) and torch.equal(again_scores, exact_scores)
+    assert torch.equal(index.search(queries, 10, backend="faiss")[1], exact)
+
+
+def test_recall_of_exact_is_the_share_of_the_exact_top_k_found():
+    found = torch.tensor([[1, 2, 3], [4, 5, 6]])
+    exact = torch.tensor([[3, 2, 9], [7, 8, 9]])
+    assert retrieval_index.recall_of_exact(found, exact) == pytest.approx((2 / 3 + 0) / 2)
+    assert retrieval_index.recall_of_exact(exact, exact) == 1.0
+    with pytest.raises(ValueError, match="both be \\(queries, k\\) ids"):
+        retrieval_index.recall_of_exact(found, exact[:, :2])
+
+
+def test_an_ivf_search_whose_lists_hold_too_few_is_refused_and_a_bad_backend_named():
+    pytest.importorskip("faiss", reason="faiss-cpu is not installed (pip install -e '.[search]')")
+    vectors = torch.randn(20, 8, generator=torch.Generator().manual_seed(0))
+    ivf = retrieval_index.ApproximateIndex(vectors, "ivf", lists=10)  # one list probed of 10
+    with pytest.raises(ValueError, match="raise probes"):
+        ivf.search(vectors[:2], 15)
+    ivf.probes = 10  # every list: every vector, exactly as the flat index ranks them
+    exact = PassageIndex.of(vectors, "c", "e", "mean").search(vectors[:2], 15, backend="torch")
+    assert torch.equal(ivf.search(vectors[:2], 15)[1], exact[1])
+    with pytest.raises(ValueError, match="lists must be in \\[1, 20\\]"):
+        retrieval_index.ApproximateIndex(vectors, "ivf", lists=21)
+    with pytest.raises(ValueError, match="kind must be one of \\('hnsw', 'ivf'\\)"):
+        retrieval_index.ApproximateIndex(vectors, "lsh")
+    index = PassageIndex.of(vectors, "c", "e", "mean")
+    with pytest.raises(ValueError, match="backend must be one of \\('faiss', 'torch', 'hnsw', 'ivf'\\)"):  # fmt: skip
+        index.search(vectors[:2], 3, backend="annoy")
+
+
+@pytest.mark.parametrize("backend", ["hnsw", "ivf"])
+def test_a_searcher_and_the_registry_search_approximately_when_told(folder, backend):
+    pytest.importorskip("faiss", reason="faiss-cpu is not installed (pip install -e '.[search]')")
+    searcher = Searcher(folder, "mean", PASSAGES, backend=backend)
+    hits = searcher("the tower is in paris", top_k=3)
+    assert hits[0].passage == PASSAGES[3] and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert backend in searcher.index._approximate  # built on first use, then kept
+    found = retriever_of(folder, PASSAGES, backend=backend).search(["the cat sat on the mat"], 2)
+    assert found.ids[0, 0] == 0
+    with pytest.raises(ValueError, match="backend must be one of"):
+        Searcher(folder, "mean", PASSAGES, backend="annoy")

@@ -5,6 +5,7 @@ transformer, a pooling, a loss module). Trained through the package's one loop.
     pairs = [(q.text, passages[q.passage].text) for q in wiki_queries("train")]
     encoder = load_encoder("course")
     history = train_encoder(encoder, pairs, steps=200, lr=1e-3)   # TrainOptions' fields
+    train_encoder(encoder, pairs, negatives=hard, steps=200)      # one hard negative a pair
     encode(encoder, texts)                                        # the trained vectors
 
 One BertModel encodes both sides (shared weights, as sentence-transformers trains MiniLM); the
@@ -12,7 +13,10 @@ default loss is ``in_batch.InBatchLoss``: every other passage of the batch a neg
 Karpukhin et al., 2020; SimCSE's supervised loss). Any module taking (query_vectors,
 passage_vectors, and the batch's other tensors as keywords) and returning a scalar plugs in. Two questions about the same paragraph
 in one batch make one of them a false negative; batches are drawn at random, and with the
-course's 592 training questions that is rare.
+course's 592 training questions that is rare. With ``negatives`` (one passage text per pair, e.g.
+``negatives.mine_hard_negatives``' BM25 negative of each question, as DPR trains), each batch
+also holds those passages: pooled after the pairs' passages (so that a run without them draws its
+dropout masks as before) and handed to the loss as ``negative_vectors``.
 """
 
 from __future__ import annotations
@@ -36,11 +40,13 @@ __all__ = ["BiEncoder", "PairOutput", "collate_pairs", "pair_examples", "train_e
 @dataclass
 class PairOutput:
     """The loss (a scalar; None for one pair in evaluation) and the pooled vectors of each side,
-    (batch, hidden) each (query_vectors None for a batch of texts alone)."""
+    (batch, hidden) each (query_vectors None for a batch of texts alone; negative_vectors the
+    hard negatives', None for a batch without them)."""
 
     loss: torch.Tensor | None
     query_vectors: torch.Tensor | None
     passage_vectors: torch.Tensor
+    negative_vectors: torch.Tensor | None = None
 
 
 class BiEncoder(BertPreTrainedModel):
@@ -95,11 +101,14 @@ class BiEncoder(BertPreTrainedModel):
         passage_ids: torch.Tensor | None = None,
         query_mask: torch.Tensor | None = None,
         passage_mask: torch.Tensor | None = None,
+        negative_ids: torch.Tensor | None = None,
+        negative_mask: torch.Tensor | None = None,
         **targets: torch.Tensor,
     ) -> PairOutput:
         """(batch, q_seq) queries and (batch, p_seq) passages, row i of each a pair (queries may
-        be absent: a batch of texts alone, for a loss that needs no pair); targets: the batch's
-        other tensors, passed to the loss (a teacher's vectors, say)."""
+        be absent: a batch of texts alone, for a loss that needs no pair); (batch, n_seq) hard
+        negatives, passed to the loss as negative_vectors; targets: the batch's other tensors,
+        passed to the loss (a teacher's vectors, say)."""
         if passage_ids is None:
             raise ValueError("the bi-encoder needs passage_ids: (batch, seq) pieces")
         if self.training and not any(p.requires_grad for p in self.bert.parameters()):
@@ -113,36 +122,59 @@ class BiEncoder(BertPreTrainedModel):
             q = self.pool(query_ids, query_mask)
         passage_mask = torch.ones_like(passage_ids) if passage_mask is None else passage_mask
         p = self.pool(passage_ids, passage_mask)
-        return PairOutput(self.loss(q, p, **targets), q, p)
+        n = None
+        if negative_ids is not None:  # after the passages: a run without them is as before
+            negative_mask = (
+                torch.ones_like(negative_ids) if negative_mask is None else negative_mask
+            )
+            n = self.pool(negative_ids, negative_mask)
+            targets = {**targets, "negative_vectors": n}
+        return PairOutput(self.loss(q, p, **targets), q, p, n)
 
     def check_batch(self, batch: dict[str, Any]) -> None:
         """The value checks forward skips on a device (ids in range), for each side given."""
-        for side in ("query", "passage"):
+        for side in ("query", "passage", "negative"):
             if f"{side}_ids" in batch:
                 check_inputs(self.config, batch[f"{side}_ids"], None, batch.get(f"{side}_mask"))
 
 
-def pair_examples(encoder: Encoder, pairs: Sequence[tuple[str, str]]) -> list[dict[str, list]]:
+def pair_examples(
+    encoder: Encoder, pairs: Sequence[tuple[str, str]], negatives: Sequence[str] | None = None
+) -> list[dict[str, list]]:
     """Each (query, passage) as the pieces' ids of both, cut to the encoder's max_length;
-    "input_ids" is the passage's (the loop groups by its length when asked)."""
+    "input_ids" is the passage's (the loop groups by its length when asked); with negatives (one
+    passage text per pair), "negative_ids" too."""
     if not pairs:
         raise ValueError("no pairs: give at least two (query, passage) pairs")
+    if negatives is not None and (isinstance(negatives, str) or len(negatives) != len(pairs)):
+        raise ValueError(
+            f"give one negative passage per pair: {len(pairs)} pairs, negatives {negatives!r:.60}"
+        )
     cut = {"max_length": encoder.max_length, "truncation": True, "padding": False}
     queries = encoder.tokenizer.encode_batch([q for q, _ in pairs], **cut, return_tensors=None)
     passages = encoder.tokenizer.encode_batch([p for _, p in pairs], **cut, return_tensors=None)
-    return [{"query_ids": q.input_ids, "input_ids": p.input_ids} for q, p in zip(queries, passages)]
+    examples = [
+        {"query_ids": q.input_ids, "input_ids": p.input_ids} for q, p in zip(queries, passages)
+    ]
+    if negatives is not None:
+        hard = encoder.tokenizer.encode_batch(list(negatives), **cut, return_tensors=None)
+        for example, n in zip(examples, hard):
+            example["negative_ids"] = n.input_ids
+    return examples
 
 
 def collate_pairs(items: Sequence[dict[str, Any]], pad_id: int = 0) -> dict[str, torch.Tensor]:
     """Examples -> passage_ids, passage_mask (batch, longest passage) from "input_ids", and
-    query_ids, query_mask (batch, longest query) where the examples have "query_ids", padded
-    with pad_id (``encoders.pad``); any other key's tensors are stacked (a teacher's vectors)."""
+    query_ids, query_mask (batch, longest query) where the examples have "query_ids" (and
+    negative_ids, negative_mask where they have "negative_ids"), padded with pad_id
+    (``encoders.pad``); any other key's tensors are stacked (a teacher's vectors)."""
     batch = {}
-    for side, key in (("query", "query_ids"), ("passage", "input_ids")):
+    sides = (("query", "query_ids"), ("passage", "input_ids"), ("negative", "negative_ids"))
+    for side, key in sides:
         if key in items[0]:
             ids, mask = pad([item[key] for item in items], pad_id)
             batch[f"{side}_ids"], batch[f"{side}_mask"] = ids, mask
-    for key in items[0].keys() - {"query_ids", "input_ids"}:
+    for key in items[0].keys() - {"query_ids", "input_ids", "negative_ids"}:
         batch[key] = torch.stack([torch.as_tensor(item[key]) for item in items])
     return batch
 
@@ -154,13 +186,15 @@ def train_encoder(
     pooling: str = "mean",
     temperature: float = 0.05,
     loss: nn.Module | None = None,
+    negatives: Sequence[str] | None = None,
     **changes: Any,
 ) -> list[dict[str, float]]:
     """Train the encoder's model in place on (query, passage) pairs with its loss (in-batch
-    negatives by default), by the package's loop (options, or TrainOptions' fields as keywords:
-    steps, lr, batch_size, seed, ...); the loop's history. Left in evaluation mode."""
+    negatives by default; negatives: one hard negative passage per pair beside them, as DPR), by
+    the package's loop (options, or TrainOptions' fields as keywords: steps, lr, batch_size,
+    seed, ...); the loop's history. Left in evaluation mode."""
     model = BiEncoder.around(encoder.model, pooling, temperature, loss)
-    examples = pair_examples(encoder, pairs)
+    examples = pair_examples(encoder, pairs, negatives)
     pad = encoder.tokenizer.pad_token_id
     history = train(
         model,

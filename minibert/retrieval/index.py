@@ -13,6 +13,15 @@ version and the encoder's fingerprint; when either differs, the index is built a
 goes through faiss' flat inner-product index (``faiss.IndexFlatIP``) when faiss-cpu is installed,
 as a corpus past memory would need, and through a plain matrix product and top-k otherwise: the
 two give the same passages.
+
+Both are exact: every passage is scored. An approximate index scores a few and may miss a passage
+of the exact top k, for speed on a large corpus (faiss, ``APPROXIMATE``): 'hnsw' walks a graph of
+near neighbours (Malkov & Yashunin, 2018), 'ivf' clusters the vectors and searches the clusters
+nearest the query (an inverted file). ``recall_of_exact`` says how much of the exact top k it kept.
+
+    index.search(queries, 10, backend="hnsw")        # the same call; or Searcher(..., backend="ivf")
+    approximate = ApproximateIndex(vectors, "ivf", probes=16)   # its settings, by hand
+    recall_of_exact(approximate.search(queries, 10)[1], index.search(queries, 10)[1])   # in [0, 1]
 """
 
 from __future__ import annotations
@@ -35,15 +44,110 @@ from minibert.retrieval.encoders import Encoder, check_pooling, encode, load_enc
 from minibert.retrieval.measures import Hit, Ranking, hits_of
 from minibert.utils import atomic_write, check_text, check_top_k, read_kept, vectors_problem
 
-__all__ = ["PassageIndex", "Searcher", "backends", "index_path", "passage_index", "search"]
+__all__ = [
+    "APPROXIMATE",
+    "ApproximateIndex",
+    "PassageIndex",
+    "Searcher",
+    "backends",
+    "index_path",
+    "passage_index",
+    "recall_of_exact",
+    "search",
+]
 
 INDEX_KIND = "wiki-search"
 PARTIAL_SECONDS = 60  # a save's temporary file older than this was left by a killed process
+APPROXIMATE = ("hnsw", "ivf")  # faiss' approximate indexes: a graph, or clusters (inverted file)
+HNSW_NEIGHBOURS = 32  # HNSW's M: the links of each vector in the graph
+HNSW_EF_SEARCH = 64  # HNSW's efSearch: the candidates kept while walking the graph (at least k)
+IVF_TRAINING_PER_LIST = 39  # faiss' k-means asks for 39 training vectors per cluster at least
 
 
 def backends() -> tuple[str, ...]:
-    """The search backends this environment has: 'torch' always, 'faiss' with faiss-cpu."""
+    """The exact search backends this environment has: 'torch' always, 'faiss' with faiss-cpu
+    (with faiss, search also takes an approximate backend: APPROXIMATE)."""
     return ("faiss", "torch") if importlib.util.find_spec("faiss") else ("torch",)
+
+
+def _check_backend(backend: str) -> str:
+    """backend, when this environment has it (an approximate one needs faiss)."""
+    known = (*backends(), *APPROXIMATE) if "faiss" in backends() else backends()
+    if backend in APPROXIMATE and backend not in known:
+        raise ValueError(f"backend {backend!r} is faiss' approximate index: pip install faiss-cpu")
+    if backend not in known:
+        raise ValueError(f"backend must be one of {known} here, got {backend!r}")
+    return backend
+
+
+class ApproximateIndex:
+    """faiss' approximate inner-product search over (passages, hidden) unit vectors: 'hnsw' (a
+    graph, neighbours links a vector, ef_search candidates kept while searching) or 'ivf' (lists
+    k-means clusters, the probes nearest the query searched; by default lists = sqrt(passages),
+    at most one per IVF_TRAINING_PER_LIST vectors, and probes = lists // 8). ef_search and probes
+    may be changed after building: each search reads them."""
+
+    def __init__(
+        self,
+        vectors: torch.Tensor,
+        kind: str = "hnsw",
+        neighbours: int = HNSW_NEIGHBOURS,
+        lists: int | None = None,
+    ):
+        import faiss
+
+        if kind not in APPROXIMATE:
+            raise ValueError(f"kind must be one of {APPROXIMATE}, got {kind!r}")
+        if vectors.dim() != 2 or len(vectors) < 1:
+            raise ValueError(f"vectors must be (passages, hidden), got {tuple(vectors.shape)}")
+        unit = torch.nn.functional.normalize(vectors.float(), dim=-1).contiguous().numpy()
+        n, hidden = unit.shape
+        if lists is not None and not 1 <= lists <= n:
+            raise ValueError(f"lists must be in [1, {n}] (the vectors), got {lists!r}")
+        self.kind, self.passages = kind, n
+        self.ef_search, self.probes, self.lists = HNSW_EF_SEARCH, None, None
+        if kind == "hnsw":
+            self.index = faiss.IndexHNSWFlat(hidden, neighbours, faiss.METRIC_INNER_PRODUCT)
+        else:
+            self.lists = lists or max(1, min(round(n**0.5), n // IVF_TRAINING_PER_LIST))
+            self.probes = max(1, self.lists // 8)
+            quantizer = faiss.IndexFlatIP(hidden)
+            self.index = faiss.IndexIVFFlat(
+                quantizer, hidden, self.lists, faiss.METRIC_INNER_PRODUCT
+            )
+            self.index.train(unit)  # k-means: the lists' centroids
+            self.quantizer = quantizer  # kept alive beside the index that points at it
+        self.index.add(unit)
+
+    def search(self, queries: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(queries, hidden) -> (queries, top_k) cosines and passage indices, best first, as
+        PassageIndex.search; an IVF search whose probed lists hold fewer than top_k passages is
+        refused (probe more lists)."""
+        top_k = min(top_k, self.passages)
+        if self.kind == "hnsw":
+            self.index.hnsw.efSearch = max(self.ef_search, top_k)
+        else:
+            self.index.nprobe = min(self.probes, self.lists)
+        unit = torch.nn.functional.normalize(queries.float(), dim=-1).contiguous().numpy()
+        scores, ids = self.index.search(unit, top_k)
+        if (ids < 0).any():
+            raise ValueError(
+                f"the {self.kind} index found fewer than {top_k} passages for a query (its "
+                f"{self.probes} probed lists of {self.lists} hold fewer): raise probes"
+            )
+        return torch.from_numpy(scores), torch.from_numpy(ids).long()
+
+
+def recall_of_exact(found: torch.Tensor, exact: torch.Tensor) -> float:
+    """The share of the exact top k that a search found: (queries, k) passage ids of each, the
+    mean over queries of |found_i & exact_i| / k (1.0: every exact passage found)."""
+    if found.dim() != 2 or found.shape != exact.shape or found.numel() == 0:
+        raise ValueError(
+            f"found and exact must both be (queries, k) ids, got {tuple(found.shape)} and "
+            f"{tuple(exact.shape)}"
+        )
+    kept = (found[:, :, None] == exact[:, None, :]).any(1)  # (queries, k): exact j found
+    return float(kept.double().mean())
 
 
 @dataclass
@@ -56,6 +160,7 @@ class PassageIndex:
     encoder: str
     pooling: str
     _faiss: Any = field(default=None, repr=False)
+    _approximate: dict[str, ApproximateIndex] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, vectors: torch.Tensor, corpus: str, encoder: str, pooling: str) -> PassageIndex:
@@ -67,15 +172,18 @@ class PassageIndex:
         self, queries: torch.Tensor, top_k: int = 5, backend: str | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(queries, hidden) vectors -> (queries, top_k) cosines and passage indices, best first;
-        backend 'faiss' (the default where installed) or 'torch'."""
-        backend = backend or backends()[0]
-        if backend not in backends():
-            raise ValueError(f"backend must be one of {backends()} here, got {backend!r}")
+        backend 'faiss' (the default where installed) or 'torch', both exact, or an approximate
+        one ('hnsw', 'ivf': APPROXIMATE, with faiss; built with its defaults on first use)."""
+        backend = _check_backend(backend or backends()[0])
         if queries.dim() != 2 or queries.shape[1] != self.vectors.shape[1]:
             raise ValueError(
                 f"queries must be (queries, {self.vectors.shape[1]}), got {tuple(queries.shape)}"
             )
         top_k = min(top_k, len(self.vectors))
+        if backend in APPROXIMATE:  # built the first time it is asked for, then kept
+            if backend not in self._approximate:
+                self._approximate[backend] = ApproximateIndex(self.vectors, backend)
+            return self._approximate[backend].search(queries, top_k)
         unit = torch.nn.functional.normalize(queries.float(), dim=-1)
         if backend == "torch":
             return (unit @ self.vectors.T).topk(top_k, dim=1)  # (queries, passages) -> top k
@@ -190,7 +298,8 @@ def _kept(path: Path, made_by: tuple[str, str, str], shape: tuple[int, int]) -> 
 
 class Searcher:
     """The dense retriever: an encoder, its passage index and the passages. ``search(queries, k)``
-    is the retrievers' one interface; call it with one query for its top hits."""
+    is the retrievers' one interface; call it with one query for its top hits. backend: how the
+    index is searched (None: exactly; 'hnsw' or 'ivf': approximately, APPROXIMATE)."""
 
     measure = "cosine"
 
@@ -200,17 +309,20 @@ class Searcher:
         pooling: str = "mean",
         passages: Sequence[Passage] | None = None,
         quiet: bool = True,
+        backend: str | None = None,
     ):
+        self.backend = None if backend is None else _check_backend(backend)
         self.encoder = encoder if isinstance(encoder, Encoder) else load_encoder(encoder)
         self.passages = corpus.wiki_passages() if passages is None else list(passages)
         self.pooling = pooling
         self.index = passage_index(self.encoder, pooling, self.passages, quiet)
 
     def search(self, queries: Sequence[str], k: int, backend: str | None = None) -> Ranking:
-        """Each query's k best passages by cosine, best first: Ranking (queries, k)."""
+        """Each query's k best passages by cosine, best first: Ranking (queries, k); backend: the
+        index's (default: the Searcher's, else exact search: faiss' flat index or torch)."""
         check_top_k(k, len(self.passages), "paragraphs searched")
         vectors = encode(self.encoder, list(queries), self.pooling)  # (queries, hidden)
-        scores, ids = self.index.search(vectors, k, backend)
+        scores, ids = self.index.search(vectors, k, backend or self.backend)
         return Ranking(ids, scores)
 
     def __call__(self, query: str, top_k: int = 5, backend: str | None = None) -> list[Hit]:

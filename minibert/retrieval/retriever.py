@@ -7,12 +7,16 @@ the package reads them only through it: ``minibert search``, ``minibert ask`` an
 
     retriever = retriever_of("bm25")              # a registered name, or an encoder ('minilm',
     retriever_of("hybrid", encoder="course")      #  'course', a folder): BM25 + its cosine
+    retriever_of("bm25+rerank", reranker="runs/rerank")   # BM25's top 20, re-ranked
+    retriever_of("minilm", backend="hnsw")        # an encoder's index, searched approximately
     hits(retriever, "who built the tower?", k=5)  # [Hit(rank, score, index, passage), ...]
     register_retriever("mine", lambda passages, **settings: Mine(passages))   # one line: a new one
 
 A registered retriever is built by its factory from the passages and the settings (``encoder``,
-``weight``, ``pooling``, ``quiet``; a factory reads those it needs). The hybrid composes BM25 with
-any other retriever by name: a registered one, or an encoder.
+``weight``, ``pooling``, ``quiet``, ``backend``, ``reranker``, ``depth``; a factory reads those it
+needs). The hybrid composes BM25 with any other retriever by name: a registered one, or an
+encoder; 'bm25+rerank' and 'hybrid+rerank' compose a first stage with a cross-encoder
+(``rerank.Reranker``: a wiki-rerank folder, ``rerank.default_reranker()`` when not given).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from minibert.retrieval.corpus import Passage
 from minibert.retrieval.hybrid import HYBRID_WEIGHT, Hybrid
 from minibert.retrieval.lexical import BM25, TfIdf
 from minibert.retrieval.measures import Hit, Ranking, hits_of
+from minibert.retrieval.rerank import RERANK_DEPTH, CrossEncoder, Reranker, default_reranker
 from minibert.utils import check_text, check_top_k
 
 __all__ = [
@@ -68,10 +73,27 @@ def _without(settings: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in settings.items() if k not in ("encoder", "weight")}
 
 
+def _reranked(first: str) -> Factory:
+    """The factory of the first stage (a registered name) re-ranked by settings' reranker (a
+    wiki-rerank folder or a CrossEncoder; default_reranker() when not given) at settings' depth."""
+
+    def factory(passages: Sequence[Passage], **settings: Any) -> Retriever:
+        cross = settings.get("reranker") or default_reranker()
+        if not isinstance(cross, CrossEncoder):
+            cross = CrossEncoder.load(cross)  # before the first stage: a missing one fails fast
+        rest = {k: v for k, v in settings.items() if k not in ("reranker", "depth")}
+        first_stage = retriever_of(first, passages, **rest)
+        return Reranker(first_stage, cross, settings.get("depth", RERANK_DEPTH))
+
+    return factory
+
+
 RETRIEVERS: dict[str, Factory] = {
     "bm25": lambda passages, **settings: BM25.of(passages),
     "tfidf": lambda passages, **settings: TfIdf.of(passages),
     HYBRID: _hybrid,
+    "bm25+rerank": _reranked("bm25"),
+    "hybrid+rerank": _reranked(HYBRID),
 }
 
 
@@ -90,14 +112,16 @@ def retriever_of(
     **settings: Any,
 ) -> Retriever:
     """The retriever a name means over the passages (wiki_passages() when not given): a
-    registered name ('bm25', 'tfidf', 'hybrid', ...), else an encoder ('minilm', 'course' or a
-    BERT folder) searched by its index. settings: encoder and weight (the hybrid's other side and
-    its weight), pooling (an encoder's, default 'mean'), quiet (say when an index is built)."""
+    registered name ('bm25', 'tfidf', 'hybrid', 'bm25+rerank', ...), else an encoder ('minilm',
+    'course' or a BERT folder) searched by its index. settings: encoder and weight (the hybrid's
+    other side and its weight), pooling (an encoder's, default 'mean'), quiet (say when an index
+    is built), backend (an index's: None exact, 'hnsw' or 'ivf' approximate), reranker and depth
+    (a re-ranker's folder and the first stage's passages it reads)."""
     passages = corpus.wiki_passages() if passages is None else list(passages)
     if str(name) in RETRIEVERS:
         return RETRIEVERS[str(name)](passages, **settings)
     pooling, quiet = settings.get("pooling", "mean"), settings.get("quiet", True)
-    return index.Searcher(name, pooling, passages, quiet)
+    return index.Searcher(name, pooling, passages, quiet, settings.get("backend"))
 
 
 def hits(retriever: Retriever, query: str, k: int, what: str = "query") -> list[Hit]:

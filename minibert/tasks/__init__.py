@@ -19,7 +19,8 @@ imbalanced dev set), the final scores (``scores``), the unit they count and its 
 ``minibert finetune --task`` offers the registered names; ``recipes.finetune``, the commands
 (``minibert classify``, ``minibert tag``) and the fine-tuning benchmark read everything else from
 here. A new task is one module here: a function that returns its three datasets and one
-``register(Task(...))`` call (``reviews.py``, ``capitalisation.py``, ``qa.py``, ``qnli.py``),
+``register(Task(...))`` call (``reviews.py``, ``capitalisation.py``, ``qa.py``, ``qnli.py``,
+``wiki_rerank.py``),
 imported below; a new input shape is one ``register_shape`` in its task module (``qa.py``'s span
 of a context, ``swag.py``'s multiple choice) and, in ``model.py``, its head (the vector shape
 has none: ``wiki_search.py``'s model is ``retrieval.bi_encoder.BiEncoder``).
@@ -34,6 +35,7 @@ from minibert.tasks import (  # noqa: E402, F401  (each registers its tasks)
     qnli,
     reviews,
     swag,
+    wiki_rerank,
     wiki_search,
     wiki_selfsup,
 )

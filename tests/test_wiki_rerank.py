@@ -1,0 +1,83 @@
+"""wiki-rerank as a fine-tuning task: each question's pairs are its paragraph and BM25's best wrong
+ones (never its paragraph or a copy of it), the baseline is BM25's own choice among them, and
+`minibert finetune --task wiki-rerank` leaves a folder that re-ranks under 'bm25+rerank'."""
+
+import json
+
+import pytest
+from conftest import TEXTS, cli, tiny_encoder_folder
+
+from minibert import tasks
+from minibert.retrieval import BM25, Passage, Query, corpus, retriever_of, words
+from minibert.retrieval.rerank import LABELS, CrossEncoder, Reranker
+from minibert.tasks.wiki_rerank import NEGATIVES, rerank_pairs
+from minibert.tokenization import BertTokenizer
+
+PASSAGES = [Passage(f"A{i}", 0, text) for i, text in enumerate(TEXTS)]
+SPLITS = {"train": [0, 1, 2, 3, 4, 0, 1, 2], "dev": [0, 3], "test": [1, 2, 4]}
+
+
+def _queries(split: str, passages=None) -> list[Query]:
+    """Each query: the last and first words of its passage."""
+    return [
+        Query(f"{split}-{n}", f"{TEXTS[i].split()[-1]} {TEXTS[i].split()[0]}", i)
+        for n, i in enumerate(SPLITS[split])
+    ]
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    """The package's Wikipedia and questions replaced by the five passages and their queries."""
+    monkeypatch.setattr(corpus, "wiki_passages", lambda: PASSAGES)
+    monkeypatch.setattr(corpus, "wiki_queries", _queries)
+
+
+def test_each_question_pairs_its_paragraph_with_bm25s_best_wrong_ones():
+    passages = [*PASSAGES, Passage("Copy", 0, TEXTS[3])]  # paragraph 3 again, in another article
+    queries = [Query("q0", "the tower paris", 3), Query("q1", "dog log", 1)]
+    pairs = rerank_pairs(queries, passages, BM25.of(passages), negatives=3)
+    assert len(pairs) == 2 * (1 + 3) and NEGATIVES == 3
+    for q, group in zip(queries, (pairs[:4], pairs[4:])):
+        assert group[0] == (q.text, passages[q.passage].text, 1)  # its paragraph first
+        assert [label for _, _, label in group[1:]] == [0, 0, 0]
+        assert all(text != passages[q.passage].text for _, text, _ in group[1:])  # nor a copy
+    scores = BM25.of(passages).score_matrix([words(queries[1].text)])[0]
+    negatives = [text for _, text, _ in pairs[5:]]
+    order = sorted((i for i in range(6) if i != 1), key=lambda i: (-scores[i].item(), i))[:3]
+    assert negatives == [passages[i].text for i in order]  # BM25's best, best first
+
+
+def test_the_task_reads_pairs_of_every_split_and_bm25s_choice_is_its_baseline(toy, tmp_path):
+    task = tasks.get("wiki-rerank")
+    assert task.labels == LABELS and task.pairs and task.shape == "text"
+    tok = BertTokenizer.from_pretrained(tiny_encoder_folder(tmp_path / "tiny"))
+    data = task.datasets(tok, 32, None, 0)
+    assert [len(d) for d in data] == [4 * len(SPLITS[s]) for s in ("train", "dev", "test")]
+    assert all(sum(d.labels) == len(d) // 4 for d in data)  # one relevant pair per question
+    test = data[2]
+    assert len(test.first_stage) == len(test) and sum(test.first_stage) == len(SPLITS["test"])
+    bm25 = BM25.of(PASSAGES)
+    for start, q in zip(range(0, len(test), 4), _queries("test")):
+        scores = bm25.score_matrix([words(q.text)])[0]
+        group = [scores[TEXTS.index(t)].item() for t in test.text_pairs[start : start + 4]]
+        own_first = group[0] > max(group[1:])  # a tie counts against the question's paragraph
+        assert test.first_stage[start] == int(own_first)
+    scored = task.baseline_scores(data, tok)
+    assert set(scored) == {"BM25's first"} and scored["BM25's first"]["examples"] == len(test)
+
+
+@pytest.mark.slow
+def test_finetune_leaves_a_folder_that_reranks_bm25s_top_k(toy, tmp_path):
+    source, out = tiny_encoder_folder(tmp_path / "tiny"), tmp_path / "rerank"
+    done = cli("finetune", "--model", str(source), "--task", "wiki-rerank", "--out", str(out),
+               "--steps", "20", "--batch-size", "8", "--lr", "3e-3", "--evaluations", "2")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "dev balanced_accuracy" in done.stdout and "test (12 pairs): accuracy" in done.stdout
+    results = json.loads((out / "results.json").read_text())
+    assert results["task"] == "wiki-rerank" and results["test"]["examples"] == 12
+    cross = CrossEncoder.load(out)
+    assert cross.max_length == 64  # its training length: the task's 256, cut to the positions
+    retriever = retriever_of("bm25+rerank", reranker=out, depth=3)
+    assert isinstance(retriever, Reranker) and retriever.passages == PASSAGES
+    ids, _ = retriever.search(["log a", "paris the"], 2)
+    assert ids.shape == (2, 2)
