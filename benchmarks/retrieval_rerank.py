@@ -1,0 +1,389 @@
+"""Re-ranking and approximate search on the course's Wikipedia: BM25 alone against BM25's top 20
+re-ranked by a cross-encoder, and faiss' approximate indexes (HNSW, IVF) against exact search.
+
+    nice python benchmarks/retrieval_rerank.py --threads 2   # about 20 minutes on 2 quiet cores
+    python benchmarks/retrieval_rerank.py --smoke             # tiny budgets; writes nothing
+    python benchmarks/retrieval_rerank.py --only index        # the index section alone
+    python benchmarks/retrieval_rerank.py --hybrid            # the hybrid's top 20 re-ranked too
+    python benchmarks/retrieval_rerank.py --steps 300 --seeds 1 2 3   # a larger budget
+
+Re-ranking. The cross-encoder is trained by the recipe users run, `minibert finetune --model
+minilm --task wiki-rerank` (recipes.finetune: each training question's paragraph against BM25's 3
+best wrong ones, the evaluation kept by dev balanced accuracy), with a small budget (--steps,
+--batch-size, --lr; its folder kept in --cache by its settings and read back on a rerun). No rate
+is chosen here: --lr is finetune's own default for MiniLM-sized models unless given. The haystack
+is every paragraph (7,396); the queries are wiki-qa's test questions (the held-out articles), each
+with the paragraph it was written about. BM25 ranks every paragraph; the re-ranker
+(retrieval.rerank.Reranker, the retriever 'bm25+rerank') reorders BM25's top --depth by the
+cross-encoder's log-odds. recall@1/5/20 and MRR@10 as benchmarks/retrieval.py computes them (a tie
+counts against the relevant paragraph; one the re-ranker did not return ranks past it); the
+difference is paired over the test questions: 2,000 bootstrap resamples (seeds averaged within
+each), 95% interval, and a sign-flip p-value. The cost per question is the re-ranking's wall time
+over the questions (the cross-encoder reads --depth pairs for each).
+
+Approximate search. MiniLM's mean-pooled vectors of the 7,396 paragraphs (the index `minibert
+search minilm` keeps), and the same grown to --large vectors: each added vector is a paragraph's
+vector, drawn at random, plus Gaussian noise (NOISE per dimension: cosine about 0.7 to its
+paragraph), scaled to length 1 - a synthetic haystack with the real one's directions, whose
+isotropic noise is harder on an approximate index than real text. The queries are the wiki-qa
+questions' MiniLM vectors. Each approximate index (retrieval.index.ApproximateIndex: HNSW at
+several ef_search, IVF at several probes) is scored by its recall of the exact top 10 (faiss'
+flat index) and by a query's latency: one query at a time, exact and approximate interleaved,
+the median over --latency-queries, after a warm-up, on --threads threads (faiss and torch). The
+ratio exact / approximate is the speed-up; timings are of a shared machine, so ratios, not times,
+are the finding. Writes benchmarks/results/retrieval_rerank.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import json
+import os
+import platform
+import re
+import statistics
+import time
+from datetime import date
+from pathlib import Path
+
+import torch
+
+import minibert
+from minibert import paired_statistics, recipes
+from minibert.retrieval import corpus, measures
+from minibert.retrieval.encoders import encode
+from minibert.retrieval.hybrid import HYBRID_WEIGHT, Hybrid
+from minibert.retrieval.index import ApproximateIndex, PassageIndex, Searcher, recall_of_exact
+from minibert.retrieval.lexical import BM25
+from minibert.retrieval.rerank import RERANK_DEPTH, Reranker
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "retrieval_rerank.json"
+MEASURES = ("recall@1", "recall@5", "recall@20", "mrr@10")
+TOP = 10  # the exact top k the approximate indexes are scored against
+EF_SEARCH = (16, 32, 64, 128)  # HNSW's candidates while searching
+PROBES = (4, 8, 16, 32, 64)  # IVF's clusters searched, of about sqrt(passages)
+NOISE = 0.05  # per dimension, for the grown haystack: |noise| about 1 in 384 dimensions
+LARGE = 100_000
+BUDGET = {"steps": 150, "batch_size": 16, "train_questions": None, "evaluations": 2}
+SMOKE = {
+    "steps": 4,
+    "batch_size": 8,
+    "train_questions": 16,
+    "evaluations": 1,
+    "limit": 16,
+    "large": 20_000,
+    "latency_queries": 16,
+}
+
+
+def load() -> float:
+    """The 1-minute load average: other work on the CPU while this ran."""
+    return round(os.getloadavg()[0], 2)
+
+
+def machine(threads: int) -> dict:
+    """The processor, cores, threads and versions."""
+    name = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import faiss
+
+    return {
+        "processor": name,
+        "cpu_count": os.cpu_count(),
+        "threads": threads,
+        "torch": torch.__version__,
+        "faiss": faiss.__version__,
+        "python": platform.python_version(),
+    }
+
+
+# --- re-ranking ----------------------------------------------------------------------------------
+
+
+def cross_encoder(args: argparse.Namespace, seed: int) -> tuple[Path, dict]:
+    """The folder `minibert finetune --task wiki-rerank` trains with these settings and seed, kept
+    in the cache by them (read back when there), and what its training reported."""
+    settings = {
+        "model": args.model,
+        "task": "wiki-rerank",
+        "steps": args.steps,
+        "seed": seed,
+        "batch_size": args.batch_size,
+        "lr": args.lr,
+        "max_length": args.max_length,
+        "train_examples": args.train_questions,
+        "evaluations": args.evaluations,
+    }
+    key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
+    folder = args.cache / f"wiki-rerank-{key}"
+    if not (folder / "results.json").is_file():
+        given = {k: v for k, v in settings.items() if v is not None}
+        recipes.finetune(folder, **given, overwrite=True, threads=args.threads)
+    results = json.loads((folder / "results.json").read_text())
+    kept = {k: results[k] for k in ("selection", "seconds", "train_size")}
+    kept["test_pairs"] = {k: results["test"][k] for k in ("accuracy", "balanced_accuracy")}
+    kept["options"] = {
+        k: results["options"].get(k) for k in ("steps", "lr", "batch_size", "max_length")
+    }
+    return folder, kept
+
+
+def ranks_of_ranking(ranking: measures.Ranking, passages: int, relevant: list[int]) -> torch.Tensor:
+    """(queries,) each relevant paragraph's rank: the ranking's scores, every passage it did not
+    return scoring below them all (a tie counts against the relevant one, as ranks_of says)."""
+    scores = torch.full((len(relevant), passages), -torch.inf, dtype=torch.float64)
+    scores.scatter_(1, ranking.ids.long(), ranking.scores.double())
+    return measures.ranks_of(scores, relevant)
+
+
+def compared(first: torch.Tensor, second: torch.Tensor) -> dict:
+    """second's measures minus first's, paired over the questions: (seeds, queries) ranks each
+    (first repeated over the seeds when it has none) -> difference, 95% interval, p per measure."""
+    a = measures.per_query(first.expand_as(second))
+    b = measures.per_query(second)
+    out = {}
+    for m in MEASURES:
+        diff, low, high = paired_statistics.paired_bootstrap(a[m], b[m])
+        p = paired_statistics.paired_sign_flip_test(a[m], b[m])
+        out[m] = {"difference": diff, "low": low, "high": high, "p": p}
+    return out
+
+
+def reranked_rows(first, name: str, folders: list[Path], queries: list, depth: int) -> dict:
+    """The first stage alone and re-ranked by each seed's cross-encoder: ranks, measures, the
+    paired difference and the re-ranking's seconds per question."""
+    n, texts, relevant = (
+        len(first.passages),
+        [q.text for q in queries],
+        [q.passage for q in queries],
+    )
+    alone = ranks_of_ranking(first.search(texts, n), n, relevant)[None]  # (1, queries)
+    ranks, seconds = [], []
+    for folder in folders:
+        reranker = Reranker(first, folder, depth=depth, progress=True)
+        start = time.perf_counter()
+        ranking = reranker.search(texts, min(depth, n))  # a haystack of fewer: all
+        seconds.append(time.perf_counter() - start)
+        ranks.append(ranks_of_ranking(ranking, n, relevant))
+    ranks = torch.stack(ranks)  # (seeds, queries)
+    row = {
+        "test": mean_measures(ranks),
+        "vs_first_stage": compared(alone, ranks),
+        "ms_per_question": [1000 * s / len(queries) for s in seconds],
+        "ranks": ranks.tolist(),
+    }
+    return {
+        name: {"test": mean_measures(alone), "ranks": alone.tolist()},
+        f"{name} + re-rank (top {depth})": row,
+    }
+
+
+def mean_measures(ranks: torch.Tensor) -> dict:
+    """Each measure's mean over seeds and queries, of (seeds, queries) ranks."""
+    return {m: float(v.mean()) for m, v in measures.per_query(ranks).items()}
+
+
+def rerank_section(args: argparse.Namespace, passages: list, minilm) -> dict:
+    """The cross-encoder trained per seed, then BM25 (and with --hybrid the hybrid) alone and
+    re-ranked, on the test questions."""
+    queries = corpus.wiki_queries("test", passages)[: args.limit]
+    trained = [cross_encoder(args, seed) for seed in args.seeds]
+    folders = [folder for folder, _ in trained]
+    bm25 = BM25.of(passages)
+    rows = reranked_rows(bm25, "BM25", folders, queries, args.depth)
+    if args.hybrid:
+        hybrid = Hybrid(bm25, minilm(), HYBRID_WEIGHT)
+        rows |= reranked_rows(hybrid, "hybrid: BM25 + MiniLM mean", folders, queries, args.depth)
+    return {
+        "queries": len(queries),
+        "depth": args.depth,
+        "cross_encoder": {
+            "command": f"minibert finetune --model {args.model} --task wiki-rerank",
+            "seeds": list(args.seeds),
+            "runs": [kept for _, kept in trained],
+        },
+        "rows": rows,
+    }
+
+
+# --- approximate search --------------------------------------------------------------------------
+
+
+def grown(vectors: torch.Tensor, size: int, seed: int = 0) -> torch.Tensor:
+    """(size, hidden) unit vectors: vectors, then noisy copies of randomly drawn ones (NOISE per
+    dimension), scaled to length 1."""
+    if size < len(vectors):
+        raise ValueError(f"--large must be at least the {len(vectors):,} paragraphs, got {size:,}")
+    g = torch.Generator().manual_seed(seed)
+    drawn = vectors[torch.randint(len(vectors), (size - len(vectors),), generator=g)]
+    noisy = drawn + NOISE * torch.randn(drawn.shape, generator=g)
+    return torch.nn.functional.normalize(torch.cat([vectors, noisy]), dim=-1)
+
+
+def timed(search, queries: torch.Tensor) -> list[float]:
+    """Milliseconds of each one-query search, after a warm-up."""
+    search(queries[:1])
+    times = []
+    for row in range(len(queries)):
+        start = time.perf_counter()
+        search(queries[row : row + 1])
+        times.append(1000 * (time.perf_counter() - start))
+    return times
+
+
+def approximate_rows(exact: PassageIndex, queries: torch.Tensor, latency: int) -> dict:
+    """Exact search and each approximate setting: recall of the exact top 10, build seconds, and
+    a query's median milliseconds with its exact partner's, interleaved setting by setting."""
+    truth = exact.search(queries, TOP, backend="faiss")[1]
+    flat = lambda q: exact.search(q, TOP, backend="faiss")  # noqa: E731
+    out = {"exact_ms_median": statistics.median(timed(flat, queries[:latency]))}
+    for kind, knob, grid in (("hnsw", "ef_search", EF_SEARCH), ("ivf", "probes", PROBES)):
+        start = time.perf_counter()
+        index = ApproximateIndex(exact.vectors, kind)
+        built, rows = time.perf_counter() - start, []
+        for value in grid:
+            if kind == "ivf" and value > index.lists:
+                continue
+            setattr(index, knob, value)
+            found = index.search(queries, TOP)[1]
+            fast = statistics.median(timed(lambda q: index.search(q, TOP), queries[:latency]))  # noqa: B023
+            slow = statistics.median(timed(flat, queries[:latency]))
+            rows.append(
+                {
+                    knob: value,
+                    "recall_of_exact": recall_of_exact(found, truth),
+                    "ms_median": fast,
+                    "exact_ms_median": slow,
+                    "speedup": slow / fast,
+                }
+            )
+            print(
+                f"  {kind} {knob} {value}: recall {rows[-1]['recall_of_exact']:.3f}, "
+                f"{fast:.3f} ms against {slow:.3f} ms exact",
+                flush=True,
+            )
+        out[kind] = {"build_seconds": built, "lists": index.lists, "settings": rows}
+    return out
+
+
+def index_section(args: argparse.Namespace, passages: list, minilm) -> dict:
+    """The approximate indexes against the exact one, over the paragraphs and the grown haystack."""
+    import faiss
+
+    faiss.omp_set_num_threads(args.threads)
+    searcher = minilm()
+    texts = [q.text for s in ("train", "dev", "test") for q in corpus.wiki_queries(s, passages)]
+    queries = encode(searcher.encoder, texts, "mean")  # (questions, 384)
+    haystacks = {
+        "paragraphs": searcher.index.vectors,
+        "grown": grown(searcher.index.vectors, args.large),
+    }
+    out = {
+        "k": TOP,
+        "queries": len(texts),
+        "latency_queries": args.latency_queries,
+        "noise_per_dimension": NOISE,
+        "haystacks": {},
+    }
+    for name, vectors in haystacks.items():
+        print(f"{name}: {len(vectors):,} vectors", flush=True)
+        exact = PassageIndex.of(vectors, "benchmark", "minilm", "mean")
+        rows = approximate_rows(exact, queries, args.latency_queries)
+        out["haystacks"][name] = {"vectors": len(vectors), "hidden": vectors.shape[1], **rows}
+    return out
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+
+def arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/minibert-rerank-cache"))
+    parser.add_argument("--threads", type=int, default=1, help="torch and faiss threads")
+    parser.add_argument(
+        "--only", choices=("rerank", "index"), help="one section; the other read back from --out"
+    )
+    parser.add_argument("--smoke", action="store_true", help="tiny budgets; writes nothing")
+    parser.add_argument(
+        "--model", default="minilm", help="the cross-encoder's start (finetune's --model)"
+    )
+    parser.add_argument("--steps", type=int, default=BUDGET["steps"])
+    parser.add_argument("--batch-size", type=int, default=BUDGET["batch_size"])
+    parser.add_argument(
+        "--lr", type=float, default=None, help="default: finetune's for the model's size"
+    )
+    parser.add_argument(
+        "--max-length", type=int, default=None, help="pair pieces (default: the task's)"
+    )
+    parser.add_argument("--train-questions", type=int, default=BUDGET["train_questions"])
+    parser.add_argument("--evaluations", type=int, default=BUDGET["evaluations"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1])
+    parser.add_argument(
+        "--depth", type=int, default=RERANK_DEPTH, help="the first stage's passages re-ranked"
+    )
+    parser.add_argument(
+        "--hybrid", action="store_true", help="the hybrid's top depth re-ranked too"
+    )
+    parser.add_argument("--limit", type=int, default=None, help="the first LIMIT test questions")
+    parser.add_argument("--large", type=int, default=LARGE, help="vectors of the grown haystack")
+    parser.add_argument("--latency-queries", type=int, default=256)
+    args = parser.parse_args(argv)
+    if args.smoke:
+        for key, value in SMOKE.items():
+            setattr(args, key, value)
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments(argv)
+    torch.set_num_threads(args.threads)
+    started, before = time.perf_counter(), load()
+    passages = corpus.wiki_passages()
+    minilm = functools.cache(lambda: Searcher("minilm", "mean", passages, quiet=False))
+    result = json.loads(args.out.read_text()) if args.only and args.out.is_file() else {}
+    command = "python benchmarks/retrieval_rerank.py " + " ".join(argv or [])
+    if args.only != "index":
+        result["rerank"] = rerank_section(args, passages, minilm) | {"command": command.strip()}
+    if args.only != "rerank":
+        result["index"] = index_section(args, passages, minilm) | {"command": command.strip()}
+    result |= {
+        "what": "BM25 alone against its top 20 re-ranked by a cross-encoder (MiniLM fine-tuned "
+        "by minibert finetune --task wiki-rerank), recall@1/5/20 and MRR@10 on the test "
+        "questions with paired 95% bootstrap intervals of the difference; and faiss' "
+        "approximate indexes (HNSW, IVF) against exact search: recall of the exact top 10 and a "
+        "query's median latency, over the 7,396 paragraphs and a haystack grown to 100,000",
+        "date": date.today().isoformat(),
+        "machine": machine(args.threads),
+        "minibert": minibert.__version__,
+        "corpus": {"passages": len(passages), "version": corpus.corpus_version(passages)},
+        "load_average": [before, load()],
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    for name, row in result.get("rerank", {}).get("rows", {}).items():
+        gap = row.get("vs_first_stage", {}).get("mrr@10")
+        shown = f"  {gap['difference']:+.3f} [{gap['low']:+.3f}, {gap['high']:+.3f}]" if gap else ""
+        print(f"{name:<40}" + "".join(f"{row['test'][m]:>8.3f}" for m in MEASURES) + shown)
+    if not args.smoke:
+        write(result, args.out)
+        print(f"wrote {args.out}")
+
+
+def write(result: dict, out: Path) -> None:
+    """The results as indented JSON, each list of ranks on one line."""
+    text = json.dumps(result, indent=1)
+    text = re.sub(r"\[\s+(\d[\d,\s]*?)\s+\]", lambda m: "[" + " ".join(m[1].split()) + "]", text)
+    out.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
