@@ -442,6 +442,35 @@ BUGS = {
             "in-batch contrastive loss",
             "each query's row",
         ),
+        (
+            "each passage standardised over the queries",
+            (
+                "mean = scores.mean(dim=1, keepdim=True)\n"
+                "        return (scores - mean) / scores.std(dim=1, keepdim=True)",
+                "mean = scores.mean(dim=0, keepdim=True)\n"
+                "        return (scores - mean) / scores.std(dim=0, keepdim=True)",
+            ),
+            "hybrid scores",
+            "not each passage's over the queries",
+        ),
+        (
+            "the scores mixed unstandardised",
+            (
+                "return (1 - weight) * standardised(lexical) + weight * standardised(dense)",
+                "return (1 - weight) * lexical + weight * dense",
+            ),
+            "hybrid scores",
+            "before mixing them",
+        ),
+        (
+            "the weight on the lexical side",
+            (
+                "return (1 - weight) * standardised(lexical) + weight * standardised(dense)",
+                "return weight * standardised(lexical) + (1 - weight) * standardised(dense)",
+            ),
+            "hybrid scores",
+            "not the other way round",
+        ),
     ],
 }
 

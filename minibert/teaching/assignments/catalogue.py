@@ -148,15 +148,17 @@ ASSIGNMENTS: dict[str, Assignment] = {
         ),
         Assignment(
             "retrieval",
-            "Judging and training a retriever: recall@k, MRR@10, the in-batch contrastive loss",
+            "Judging, combining and training retrievers: recall@k, MRR@10, the hybrid's "
+            "standardised scores, the in-batch contrastive loss",
             "retrieval.py",
-            "09_sentence_encoders",
+            "09_search",
             (
                 Part("recall@k", 2, checked("recall_at_k", exercises.check_recall_at_k)),
-                Part("MRR@10", 3, checked("mrr_at_10", exercises.check_mrr)),
+                Part("MRR@10", 2, checked("mrr_at_10", exercises.check_mrr)),
+                Part("hybrid scores", 3, checked("hybrid_scores", exercises.check_hybrid_scores)),
                 Part(
                     "in-batch contrastive loss",
-                    5,
+                    3,
                     checked("in_batch_loss", exercises.check_in_batch_loss),
                 ),
             ),

@@ -18,8 +18,10 @@ score ``result.passed`` and show ``result.message``.
 - ``spans_and_tags`` (7): ``check_best_span``, ``check_repair_bio``, ``check_answer_over_windows``,
   ``check_answer_or_null``, ``check_squad_f1``;
 - ``what_pretraining_buys`` (8): ``check_opinion_scores``;
-- ``sentence_encoders`` (9): ``check_in_batch_loss``, ``check_recall_at_k``, ``check_mrr``,
-  ``check_whitening``;
+- ``search`` (9): ``check_bm25``, ``check_recall_at_k``, ``check_mrr``, ``check_whitening``,
+  ``check_whitening_for_search``; ``check_hybrid_scores`` (the retrieval assignment's);
+- ``retriever_training`` (10): ``check_in_batch_loss``, ``check_loss_with_hard_negatives``,
+  ``check_hard_negatives``;
 - ``common``: ``Result``, ``report``, ``quietly`` (checkers that print nothing, for a grader),
   ``call_safely`` (a learner's call, its exception as a hint) and ``attention_problem`` (a
   tensor against the reference, as a hint).
@@ -55,11 +57,18 @@ from minibert.teaching.exercises.encoder import (
 )
 from minibert.teaching.exercises.masking import check_mask_accuracy, check_masking, check_mlm_loss
 from minibert.teaching.exercises.nsp import check_nsp_loss, check_nsp_pairs, check_sop_pairs
-from minibert.teaching.exercises.sentence_encoders import (
+from minibert.teaching.exercises.retriever_training import (
+    check_hard_negatives,
     check_in_batch_loss,
+    check_loss_with_hard_negatives,
+)
+from minibert.teaching.exercises.search import (
+    check_bm25,
+    check_hybrid_scores,
     check_mrr,
     check_recall_at_k,
     check_whitening,
+    check_whitening_for_search,
 )
 from minibert.teaching.exercises.spans_and_tags import (
     check_answer_or_null,
@@ -76,10 +85,15 @@ from minibert.teaching.exercises.tokens import (
 from minibert.teaching.exercises.what_pretraining_buys import check_opinion_scores
 
 __all__ = [
-    "check_whitening",
-    "check_recall_at_k",
-    "check_mrr",
+    "check_bm25",
+    "check_hard_negatives",
+    "check_hybrid_scores",
     "check_in_batch_loss",
+    "check_loss_with_hard_negatives",
+    "check_mrr",
+    "check_recall_at_k",
+    "check_whitening",
+    "check_whitening_for_search",
     "Result",
     "attention_problem",
     "call_safely",

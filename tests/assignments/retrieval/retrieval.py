@@ -1,4 +1,4 @@
-"""Assignment: judging and training a retriever. Fill in every function that raises
+"""Assignment: judging, combining and training retrievers. Fill in every function that raises
 NotImplementedError.
 
 Use Python and torch (not minibert). Grade it with: minibert assignment grade .
@@ -34,12 +34,28 @@ def mrr_at_10(rankings, relevant):
     return total / len(relevant)
 
 
+def hybrid_scores(lexical, dense, weight):
+    """lexical, dense (queries, passages) score tensors of two retrievers, weight in [0, 1] ->
+    (queries, passages) tensor.
+
+    Each retriever's scores standardised per query (each row minus its mean over the passages,
+    divided by its standard deviation), then (1 - weight) * lexical + weight * dense.
+    """
+
+    def standardised(scores):
+        mean = scores.mean(dim=1, keepdim=True)
+        return (scores - mean) / scores.std(dim=1, keepdim=True)
+
+    return (1 - weight) * standardised(lexical) + weight * standardised(dense)
+
+
 def in_batch_loss(queries, passages, temperature):
     """queries, passages (batch, hidden) tensors, row i of each a pair -> a 0-d tensor.
 
-    The contrastive loss with in-batch negatives (DPR, SimCSE): the cosine similarity of every
-    query with every passage of the batch, divided by temperature, and the cross-entropy of each
-    query's row with its own passage as the right answer; the mean over the batch.
+    The contrastive loss with in-batch negatives (sentence-transformers'
+    MultipleNegativesRankingLoss): the cosine similarity of every query with every passage of the
+    batch, divided by temperature, and the cross-entropy of each query's row with its own passage
+    as the right answer; the mean over the batch.
     """
     q = F.normalize(queries, dim=-1)
     p = F.normalize(passages, dim=-1)
