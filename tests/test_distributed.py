@@ -13,15 +13,18 @@ import torch
 HERE = Path(__file__).parent
 
 
-def run(tmp_path: Path, name: str, processes: int = 1, *args: str) -> dict:
-    out = tmp_path / f"{name}.pt"
-    command = [sys.executable, str(HERE / "ddp_run.py"), str(out), *args]
-    if processes > 1:  # torchrun, as a user starts it; a free port for the two processes
+def run(tmp_path: Path, processes: int, *runs: tuple[str, ...]) -> list[dict]:
+    """tests/ddp_run.py's runs, each (name, *options), one after another in one start of that many
+    processes (torchrun for several, as a user starts it, with a free port); what each saved."""
+    command = [sys.executable, str(HERE / "ddp_run.py")]
+    for i, (name, *args) in enumerate(runs):
+        command += [*(["--then"] if i else []), str(tmp_path / f"{name}.pt"), *args]
+    if processes > 1:
         command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node",
                    str(processes), "--standalone", *command[1:]]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    return torch.load(out)
+    return [torch.load(tmp_path / f"{name}.pt") for name, *_ in runs]
 
 
 def same_run(a: dict, b: dict) -> None:
@@ -37,17 +40,19 @@ def same_run(a: dict, b: dict) -> None:
 
 @pytest.mark.slow
 def test_two_processes_train_as_one_and_resume_anywhere(tmp_path):
-    one = run(tmp_path, "one")
-    two = run(tmp_path, "two", 2)
-    assert (one["world"], two["world"]) == (1, 2)
-    same_run(one, two)  # 2 processes x 8 = one batch of 16
-    accumulated = run(tmp_path, "accumulated", 2, "--batch-size", "8", "--grad-accum-steps", "2")
-    same_run(one, accumulated)  # 2 processes x 2 micro-batches x 4
-    # stopped after 2 steps on 2 processes, resumed on 1: the same run
     folder = str(tmp_path / "run")
-    run(tmp_path, "first_half", 2, "--run-dir", folder, "--stop-after", "2")
-    resumed = run(tmp_path, "resumed", 1, "--run-dir", folder, "--resume")
-    same_run(one, resumed)
+    two, accumulated, _ = run(
+        tmp_path,
+        2,
+        ("two",),
+        ("accumulated", "--batch-size", "8", "--grad-accum-steps", "2"),
+        ("first_half", "--run-dir", folder, "--stop-after", "2"),  # stopped after 2 of 4 steps
+    )
+    one, resumed = run(tmp_path, 1, ("one",), ("resumed", "--run-dir", folder, "--resume"))
+    assert [r["world"] for r in (one, two, accumulated, resumed)] == [1, 2, 2, 1]
+    same_run(one, two)  # 2 processes x 8 = one batch of 16
+    same_run(one, accumulated)  # 2 processes x 2 micro-batches x 4
+    same_run(one, resumed)  # stopped after 2 steps on 2 processes, resumed on 1: the same run
 
 
 @pytest.mark.slow
