@@ -52,6 +52,24 @@ def pretrained(tmp_path_factory):
     return out, args, done.stdout
 
 
+def _into(args: list[str], out) -> list[str]:
+    """The same pretrain arguments with another --out."""
+    i = args.index("--out")
+    return [*args[: i + 1], str(out), *args[i + 2 :]]
+
+
+@pytest.fixture(scope="module")
+def paused(pretrained, tmp_path_factory):
+    """The fixture's run stopped by --stop-after 4 of its 6 steps (in this process: the pause is
+    the recipe's; resuming it is a process of its own below); its folder, never changed, and the
+    command's output. A test copies the folder before it resumes or damages it."""
+    _, args, _ = pretrained
+    out = tmp_path_factory.mktemp("paused") / "run"
+    done = in_process(*_into(args, out), "--stop-after", "4")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out, done.stdout
+
+
 @pytest.mark.slow
 def test_pretrain_writes_a_loadable_model_and_reports_metrics(pretrained):
     out, _, stdout = pretrained
@@ -79,18 +97,16 @@ def test_guided_pretraining_saves_a_standard_bert(pretrained):
 
 
 @pytest.mark.slow
-def test_stop_after_pauses_and_resume_finishes(pretrained, tmp_path):
+def test_stop_after_pauses_and_resume_finishes(pretrained, paused, tmp_path):
+    import shutil
+
     _, args, _ = pretrained
-    args = [
-        *args[: args.index("--out") + 1],
-        str(tmp_path / "run"),
-        *args[args.index("--out") + 2 :],
-    ]
-    done = minibert(*args, "--stop-after", "4")
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "paused at step 4 of 6" in done.stdout and "--resume" in done.stdout
-    assert not (tmp_path / "run" / "model.safetensors").exists()
-    done = minibert(*args, "--resume")
+    args = _into(args, tmp_path / "run")
+    folder, stdout = paused
+    assert "paused at step 4 of 6" in stdout and "--resume" in stdout
+    assert not (folder / "model.safetensors").exists()
+    shutil.copytree(folder, tmp_path / "run")
+    done = minibert(*args, "--resume")  # a new process reads the state the pause left
     assert done.returncode == 0, done.stderr[-2000:]
     history = json.loads((tmp_path / "run" / "history.json").read_text())
     assert [h["step"] for h in history] == [1, 2, 3, 4, 5, 6]
@@ -153,12 +169,13 @@ def test_a_vocabulary_that_does_not_match_the_weights_is_refused(tmp_path, capsy
 
 
 @pytest.mark.slow
-def test_truncated_training_state_is_one_line(pretrained, tmp_path):
+def test_truncated_training_state_is_one_line(pretrained, paused, tmp_path):
+    import shutil
+
     _, args, _ = pretrained
     out = tmp_path / "run"
-    args = [*args[: args.index("--out") + 1], str(out), *args[args.index("--out") + 2 :]]
-    done = minibert(*args, "--stop-after", "3")
-    assert done.returncode == 0, done.stderr[-2000:]
+    args = _into(args, out)
+    shutil.copytree(paused[0], out)  # a run paused after 4 steps
     (state,) = out.rglob("training_state.pt")
     state.write_bytes(state.read_bytes()[:1000])  # a disk that filled up, a copy cut short
     done = in_process(*args, "--resume")
