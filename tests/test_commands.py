@@ -66,6 +66,7 @@ TEST_SCORES = {  # what `minibert finetune` reports of test, by the task's own n
     "wiki-search": "MRR@10",  # and recall@1/5/20, over every paragraph
     "wiki-ict": "MRR@10",  # wiki-search's measures
     "wiki-simcse": "MRR@10",
+    "wiki-rerank": "balanced accuracy",  # of (question, paragraph) pairs: relevant or not
 }
 
 
