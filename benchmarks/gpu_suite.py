@@ -101,6 +101,7 @@ class Plan:
     equivalence_preset: str  # the model of the bf16 equivalence (trained equivalence_steps)
     finetune_task: str
     equivalence_steps: int
+    equivalence_batch: int  # sequences of 128 tokens per step of the bf16 equivalence
     recipe_steps: int  # steps of each pretraining run (the schedule's whole length is the card's)
     recipe_extra: tuple[str, ...]  # arguments added to the card's command
     finetune_extra: tuple[str, ...]
@@ -122,6 +123,7 @@ GPU_PLAN = Plan(
     equivalence_preset="mini",
     finetune_task="wiki-qa",
     equivalence_steps=50,
+    equivalence_batch=32,
     recipe_steps=1000,
     recipe_extra=(),
     finetune_extra=("--epochs", "30", "--checkpoint-every", "200"),
@@ -138,6 +140,7 @@ SMOKE_PLAN = Plan(  # every part at toy size, the compiler without code generati
     equivalence_preset="tiny",
     finetune_task="rotten-tomatoes",  # wiki-qa's evaluation alone takes 20 s on a CPU
     equivalence_steps=6,
+    equivalence_batch=8,  # bf16 on a CPU without bf16 instructions is emulated: slow
     recipe_steps=1,
     recipe_extra=("--vocab", "data/course_checkpoint", "--text-fraction", "0.05"),
     finetune_extra=(
@@ -389,7 +392,7 @@ class Suite:
             hidden_dropout=0.0,
             attention_dropout=0.0,
         )
-        batches = course_batches(tok, self.plan, 32, self.device)
+        batches = course_batches(tok, self.plan, self.plan.equivalence_batch, self.device)
         losses = {}
         for precision in ("fp32", "bf16"):
             torch.manual_seed(0)
@@ -407,7 +410,8 @@ class Suite:
         last = {p: statistics.mean(t[-10:]) for p, t in losses.items()}
         gap = abs(last["bf16"] - last["fp32"]) / last["fp32"]
         self.result["bf16_equivalence"] = {
-            "model": f"{self.plan.equivalence_preset}, course vocabulary, dropout 0, batch 32",
+            "model": f"{self.plan.equivalence_preset}, course vocabulary, dropout 0, "
+            f"batch {self.plan.equivalence_batch}",
             "steps": len(batches),
             "mean_loss_last_10": last,
             "relative_gap": gap,
