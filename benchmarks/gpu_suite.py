@@ -142,7 +142,14 @@ SMOKE_PLAN = Plan(  # every part at toy size, the compiler without code generati
     equivalence_steps=6,
     equivalence_batch=8,  # bf16 on a CPU without bf16 instructions is emulated: slow
     recipe_steps=1,
-    recipe_extra=("--vocab", "data/course_checkpoint", "--text-fraction", "0.05"),
+    recipe_extra=(
+        "--vocab",
+        "data/course_checkpoint",
+        "--text-fraction",
+        "0.05",
+        "--batch-size",
+        "8",
+    ),
     finetune_extra=(
         "--epochs",
         "1",
