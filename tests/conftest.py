@@ -1,7 +1,10 @@
 """Shared test set-up: a non-interactive matplotlib backend, offline reference libraries, and the
 helpers several test modules use (a tiny config, synthetic documents, a tiny saved encoder and span
-reader, the CLI run in this process). Test modules import helpers from here, never from one another."""
+reader, the CLI run in this process, the student edition's nbgrader step run once per input). Test
+modules import helpers from here, never from one another."""
 
+import contextlib
+import hashlib
 import os
 import subprocess
 import sys
@@ -130,3 +133,39 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(
         ["minibert", *args], code or 0, out.getvalue(), err.getvalue()
     )
+
+
+_NBGRADER_RELEASES: dict[str, dict[str, bytes]] = {}  # marked notebooks' hash -> nbgrader's files
+
+
+@contextlib.contextmanager
+def nbgrader_once():
+    """Inside: the student edition's nbgrader step (generate_assignment in a process of its own,
+    most of a build's time) runs once per distinct set of marked notebooks in this test session; a
+    later build of the same notebooks gets the files that run wrote (nbgrader writes the same
+    bytes for the same input). Everything else a build does (checks, marking, clearing, writing;
+    the site's pages, the decks) runs every time. For the fixtures that build the course's student
+    edition: the site, the slides, the student-edition command."""
+    from minibert.teaching import student_edition
+
+    real = student_edition._nbgrader
+
+    def once(root):
+        source = root / "source" / student_edition.ASSIGNMENT
+        key = hashlib.sha256()
+        for path in sorted(source.glob("*.ipynb")):
+            key.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        release = root / "release" / student_edition.ASSIGNMENT
+        files = _NBGRADER_RELEASES.get(key.hexdigest())
+        if files is None:
+            real(root)
+            files = {path.name: path.read_bytes() for path in release.glob("*.ipynb")}
+            _NBGRADER_RELEASES[key.hexdigest()] = files
+            return
+        release.mkdir(parents=True, exist_ok=True)
+        for name, data in files.items():
+            (release / name).write_bytes(data)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(student_edition, "_nbgrader", once)
+        yield

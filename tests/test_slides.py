@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import nbgrader_once
 
 from minibert.teaching import lessons, slides
 
@@ -97,7 +98,8 @@ def test_deck_screens_counts_the_innermost_sections():
 @pytest.fixture(scope="module")
 def decks(tmp_path_factory):
     out = tmp_path_factory.mktemp("slides")
-    slides.build(ROOT / "notebooks", out)
+    with nbgrader_once():  # the student edition's nbgrader step: once per input in the session
+        slides.build(ROOT / "notebooks", out)
     return out
 
 
@@ -126,7 +128,8 @@ def test_a_deck_is_its_lessons_marked_student_edition(decks):
 @pytest.mark.slow
 def test_a_rebuild_replaces_the_decks_and_a_folder_of_other_things_is_refused(decks, tmp_path):
     (decks / "CNAME").write_text("slides.example.org")  # not the build's: kept
-    slides.build(ROOT / "notebooks", decks)
+    with nbgrader_once():
+        slides.build(ROOT / "notebooks", decks)
     assert slides.check(decks) == [] and (decks / "CNAME").exists()
     (tmp_path / "README.md").write_text("a teacher's notes")
     done = subprocess.run(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import nbgrader_once
 
 from minibert import cli
 from minibert.teaching import student_edition
@@ -20,7 +21,8 @@ NOTEBOOKS = Path(__file__).parent.parent / "notebooks"
 @pytest.fixture(scope="module")
 def edition(tmp_path_factory):
     out = tmp_path_factory.mktemp("student")
-    assert cli.main(["course", "student-edition", str(out), "--notebooks", str(NOTEBOOKS)]) == 0
+    with nbgrader_once():  # the student edition's nbgrader step: once per input in the session
+        assert cli.main(["course", "student-edition", str(out), "--notebooks", str(NOTEBOOKS)]) == 0
     return out
 
 
