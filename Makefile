@@ -39,7 +39,7 @@ $(PY):
 $(VENV)/.course: pyproject.toml | $(PY)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install $(TORCH) $(TORCH_INDEX)
 	$(PY) -m pip install -e ".[course]"
-	# d2l for notebook 10, without its pins (numpy 1.23.5, matplotlib 3.7.2, ...), which would
+	# d2l for notebook 11, without its pins (numpy 1.23.5, matplotlib 3.7.2, ...), which would
 	# break this environment: pip cannot say --no-deps for one requirement of an extra
 	$(PY) -m pip install --no-deps "d2l==$(D2L)"
 	touch $@

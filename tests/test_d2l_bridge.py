@@ -17,7 +17,7 @@ from minibert.config import BertConfig
 from minibert.model import BertModel
 from minibert.teaching import d2l_bridge
 
-pytest.importorskip("d2l", reason='notebook 10\'s extra: pip install --no-deps "d2l==1.0.3"')
+pytest.importorskip("d2l", reason='notebook 11\'s extra: pip install --no-deps "d2l==1.0.3"')
 
 
 @pytest.fixture(scope="module")

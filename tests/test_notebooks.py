@@ -98,9 +98,9 @@ NOT_OUTPUTS = {
     ("06", "0.083"): "finetuning_shapes.json: minilm - bag of words at 1,024, low",
     ("06", "0.130"): "finetuning_shapes.json: minilm - bag of words at 1,024, high",
     ("06", "41.9%"): "100% minus the majority's 58.1%, which the cell prints",
-    ("10", "0.15"): "BERT's masking rate",
-    ("10", "0.49"): "read off the figure above it (the colour bar of d2l's last panel)",
-    ("10", "0.41"): "read off the figure above it (head 0's largest weight)",
+    ("11", "0.15"): "BERT's masking rate",
+    ("11", "0.49"): "read off the figure above it (the colour bar of d2l's last panel)",
+    ("11", "0.41"): "read off the figure above it (head 0's largest weight)",
 }
 
 
@@ -173,8 +173,8 @@ def test_every_written_answer_has_a_rubric_in_the_guide():
 # --- a lesson is one class session ---------------------------------------------------------------
 # Prose words: the whitespace-separated words of a notebook's markdown cells (headings, lists and
 # tables included, code cells not). Lesson 08 tells one story in one session; its whole grid is
-# the appendix, notebook 11; every other notebook is one session too.
-PROSE_WORDS = {"08": 3000, "11": 4500}
+# the appendix, notebook 12; every other notebook is one session too.
+PROSE_WORDS = {"08": 3000, "12": 4500}
 PROSE_WORDS_OTHERWISE = 3500
 
 
@@ -195,16 +195,16 @@ def test_a_lesson_is_one_class_session_of_prose(path):
 
 @pytest.mark.slow
 def test_the_evidence_of_lesson_08_is_the_appendix_after_the_d2l_one():
-    """Lesson 08's grid lives in notebook 11, after the d2l appendix; the lesson points to it and
+    """Lesson 08's grid lives in notebook 12, after the d2l appendix; the lesson points to it and
     the appendix reads the committed results rather than training anything."""
     names = [p.name for p in NOTEBOOKS]
     assert (
-        names.index("11_appendix_what_pretraining_buys.ipynb")
-        == names.index("10_d2l_side_by_side.ipynb") + 1
+        names.index("12_appendix_what_pretraining_buys.ipynb")
+        == names.index("11_d2l_side_by_side.ipynb") + 1
     )
     lesson, appendix = (json.loads((NOTEBOOKS[0].parent / n).read_text(encoding="utf-8"))
-                        for n in ("08_what_pretraining_buys.ipynb", "11_appendix_what_pretraining_buys.ipynb"))  # fmt: skip
-    assert "notebook 11" in "".join(lesson["cells"][0]["source"])
+                        for n in ("08_what_pretraining_buys.ipynb", "12_appendix_what_pretraining_buys.ipynb"))  # fmt: skip
+    assert "notebook 12" in "".join(lesson["cells"][0]["source"])
     code = "\n".join("".join(c["source"]) for c in appendix["cells"] if c["cell_type"] == "code")
     assert "finetuning_shapes.json" in code
     assert "finetune(" not in code and "pretrain(" not in code, "the appendix re-runs no grid"

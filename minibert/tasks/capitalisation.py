@@ -123,7 +123,7 @@ CAPITALISATION = register(
         "capitalisation",
         _capitalisation,
         "which words of lower-cased Wikipedia text were capitalised (a token task)",
-        max_length=64,  # a sentence cut at 64 pieces, as lesson 8 and appendix 11 run it
+        max_length=64,  # a sentence cut at 64 pieces, as lesson 8 and appendix 12 run it
     )
 )
 REVIEW_CAPITALISATION = register(

@@ -2,7 +2,7 @@
 
 d2l ("Dive into Deep Learning") ships its chapters' code as one module, ``d2l.torch``. Its BERT
 chapter (15.8-15.10) builds BERTEncoder, MaskLM, NextSentencePred and BERTModel on its own
-TransformerEncoderBlock. Notebook 10 runs that code beside minibert's; this module makes that
+TransformerEncoderBlock. Notebook 11 runs that code beside minibert's; this module makes that
 possible and exact:
 
 - ``load_d2l()`` imports ``d2l.torch`` in the course's environment. d2l 1.0.3 pins old numpy,
@@ -109,7 +109,7 @@ def encoder_to_d2l(model: nn.Module, d2l: types.ModuleType | None = None) -> nn.
     """A d2l ``BERTEncoder`` (eval mode) with a minibert ``BertModel``'s embeddings and layers.
 
     d2l's encoder has no LayerNorm after the embedding sum, so the minibert model's
-    ``embeddings.layer_norm`` has no place in it: compare with it switched off (see notebook 10).
+    ``embeddings.layer_norm`` has no place in it: compare with it switched off (see notebook 11).
     """
     d2l = d2l or load_d2l()
     config = model.config
