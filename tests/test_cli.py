@@ -47,7 +47,7 @@ def pretrained(tmp_path_factory):
         "--mask-rate",
         "0.3",
     ]
-    done = minibert(*args)
+    done = in_process(*args)  # the command's main(); the resume below runs it as a process
     assert done.returncode == 0, done.stderr[-2000:]
     return out, args, done.stdout
 
