@@ -84,7 +84,7 @@ LESSONS: tuple[Lesson, ...] = (
         "09_search.ipynb",
         "Search",
         "`wiki-search`: each question must find its paragraph among all 7,396; recall@k and MRR@10; BM25 by hand; [CLS] vs mean pooling, anisotropy per layer (the cone), whitening fitted on the passages; every untrained retriever on one table with paired intervals; bi-encoder vs cross-encoder, exact vs approximate search; the hybrid of BM25 and MiniLM; retrieve, re-rank, then read, and why a recall gain did not become an F1 gain; the questions each retriever misses",
-        1.0,
+        0.5,
     ),
     Lesson(
         "10_training_a_retriever.ipynb",
