@@ -88,7 +88,7 @@ def test_no_solution_survives_and_nothing_else_changes(edition, path):
     assert len(student["cells"]) == len(course["cells"])
     exercises = set(student_edition.solution_cells(course))
     assert bool(exercises) == (
-        path.stem[:2] in {"01", "02", "03", "04", "05", "06", "07", "08", "09"}
+        path.stem[:2] in {"01", "02", "03", "04", "05", "06", "07", "08", "09", "10"}
     )
     text = json.dumps(student)
     answers = set(student_edition.answer_cells(course))
@@ -288,24 +288,54 @@ def test_the_exercises_need_only_what_they_read():
     assert cells_the_exercises_need(nb, [3]) == [0, 2, 3, 4]
 
 
-@pytest.mark.parametrize("name", [p.name for p in course_notebooks() if student_edition.solution_cells(
-    json.loads(p.read_text(encoding="utf-8")))])  # fmt: skip
-def test_the_student_edition_exercises_run_in_the_students_folder(edition, name):
+WITH_EXERCISES = [p.name for p in course_notebooks() if student_edition.solution_cells(
+    json.loads(p.read_text(encoding="utf-8")))]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def students_runs(edition):
+    """Each notebook with exercises run from the student's folder: the cells its exercises read
+    from, in a kernel of its own, two kernels at a time (each works in a process of its own, and
+    a 2-core machine runs two). name -> the run's cells by their index in the notebook, or the
+    error its run raised (CellExecutionError for an error outside a raises-exception cell)."""
+    import asyncio
+
+    from nbclient import NotebookClient
+
+    async def run_all() -> list:
+        two = asyncio.Semaphore(2)
+
+        async def run(name: str) -> dict:
+            course = nbformat.read(NOTEBOOKS / name, as_version=4)
+            notebook = nbformat.read(edition / name, as_version=4)
+            keep = cells_the_exercises_need(notebook, student_edition.solution_cells(course))
+            part = nbformat.v4.new_notebook(metadata=notebook.metadata)
+            part.cells = [notebook.cells[i] for i in keep]
+            # the student's folder, not the checkout: whatever a notebook reads must be found there
+            client = NotebookClient(
+                part,
+                timeout=600,
+                kernel_name="python3",
+                resources={"metadata": {"path": str(edition)}},
+            )
+            async with two:
+                await client.async_execute()
+            return dict(zip(keep, part.cells))
+
+        return await asyncio.gather(*map(run, WITH_EXERCISES), return_exceptions=True)
+
+    return dict(zip(WITH_EXERCISES, asyncio.run(run_all())))
+
+
+@pytest.mark.parametrize("name", WITH_EXERCISES)
+def test_the_student_edition_exercises_run_in_the_students_folder(students_runs, name):
     """Each stub raises NotImplementedError or its checker says NOT YET, run from the student's
     folder. Only the cells the exercises read from run (the course's training cells run once, in
     nbval); that the cells after a stub never need it is checked above, without running them."""
-    from nbclient import NotebookClient
-
+    ran = students_runs[name]
+    if isinstance(ran, BaseException):
+        raise ran  # the run stopped at an error outside a raises-exception cell
     course = nbformat.read(NOTEBOOKS / name, as_version=4)
-    notebook = nbformat.read(edition / name, as_version=4)
-    keep = cells_the_exercises_need(notebook, student_edition.solution_cells(course))
-    run = nbformat.v4.new_notebook(metadata=notebook.metadata)
-    run.cells = [notebook.cells[i] for i in keep]
-    # the student's folder, not the checkout: whatever a notebook reads must be found from there
-    NotebookClient(
-        run, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(edition)}}
-    ).execute()  # raises CellExecutionError on an error outside a raises-exception cell
-    ran = dict(zip(keep, run.cells))
     for i in student_edition.solution_cells(course):
         cells = [ran[j] for j in (i, i + 1) if j in ran]
         said = "".join(o.get("text", "") for c in cells for o in c.outputs)
