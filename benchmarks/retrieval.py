@@ -720,6 +720,7 @@ def end_to_end(passages: list, vectors: Vectors, cache: Path, count: int | None 
         "target": f"end-to-end F1 >= {E2E_TARGET:.0%} of the F1 with the gold paragraph",
         "retrievers": {},
     }
+    per_question = {}  # each retriever's F1 per question, for the paired difference below
     for name in E2E_RETRIEVERS:
         start = time.perf_counter()
         asker = open_qa.Asker(name, folder, passages=passages)
@@ -728,6 +729,7 @@ def end_to_end(passages: list, vectors: Vectors, cache: Path, count: int | None 
         found = [asker(q.question) for q in test]
         per = (time.perf_counter() - start) / len(test)
         got = squad_scores([a.text for a in found], gold)
+        per_question[name] = got["f1"]
         ratio = ratio_interval(got["f1"], with_gold["f1"])
         out["retrievers"][name] = {
             **{m: float(v.mean()) for m, v in got.items()},
@@ -746,6 +748,9 @@ def end_to_end(passages: list, vectors: Vectors, cache: Path, count: int | None 
         print(f"end to end, {name}: EM {out['retrievers'][name]['exact_match']:.1f} F1 "
               f"{out['retrievers'][name]['f1']:.1f} ({ratio[0]:.2f} of the gold paragraph's "
               f"{out['gold_paragraph']['f1']:.1f})", flush=True)  # fmt: skip
+    first, second = E2E_RETRIEVERS  # hybrid minus BM25 (paired_bootstrap gives b - a), per question
+    diff, low, high = paired_statistics.paired_bootstrap(per_question[second], per_question[first])
+    out[f"{first}_minus_{second}_f1"] = {"difference": diff, "low": low, "high": high}
     out["date"] = date.today().isoformat()
     return out
 

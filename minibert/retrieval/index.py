@@ -140,7 +140,7 @@ class ApproximateIndex:
 
 def recall_of_exact(found: torch.Tensor, exact: torch.Tensor) -> float:
     """The share of the exact top k that a search found: (queries, k) passage ids of each, the
-    mean over queries of |found_i & exact_i| / k (1.0: every exact passage found)."""
+    mean over queries of ``|found_i & exact_i| / k`` (1.0: every exact passage found)."""
     if found.dim() != 2 or found.shape != exact.shape or found.numel() == 0:
         raise ValueError(
             f"found and exact must both be (queries, k) ids, got {tuple(found.shape)} and "

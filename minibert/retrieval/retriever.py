@@ -3,7 +3,7 @@
 Every retriever answers ``search(queries, k) -> Ranking`` (each query's k best passages and their
 scores, best first), holds the ``passages`` it searches and names its ``measure`` (what a score
 is). BM25, TF-IDF, an encoder's index (``index.Searcher``) and the hybrid all do, and the rest of
-the package reads them only through it: ``minibert search``, ``minibert ask`` and ``open_qa``.
+the package reads them only through it: ``minibert search``, ``minibert ask`` and ``open_qa``. In use::
 
     retriever = retriever_of("bm25")              # a registered name, or an encoder ('minilm',
     retriever_of("hybrid", encoder="course")      #  'course', a folder): BM25 + its cosine
