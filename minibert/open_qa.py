@@ -24,9 +24,11 @@ corpus for the question (BERTserini's linear combination, Yang et al., 2019): a 
 finds a confident span in a wrong paragraph more often than the retriever ranks that paragraph
 first.
 
-Between the two, a re-ranker may reorder the retriever's RERANK_DEPTH best (``Reranker``): lesson
-7's pair classifier, fine-tuned on wiki-qnli, scores each paragraph by its sentence most likely to
-hold the answer.
+Between the two, a re-ranker may reorder the retriever's RERANK_DEPTH best: the retrieval family's
+one (``retrieval.rerank.Reranker``), reading the folder it is given (``rerank.load_scorer``):
+lesson 7's pair classifier fine-tuned on wiki-qnli scores each paragraph by its sentence most
+likely to hold the answer; a cross-encoder fine-tuned on wiki-rerank reads the whole paragraph.
+The answer's retrieval score stays the first stage's, standardised over the corpus.
 """
 
 from __future__ import annotations
@@ -38,9 +40,11 @@ from pathlib import Path
 
 import torch
 
-from minibert import assets, corpora, inference, tasks
-from minibert.model import BertForQuestionAnswering, BertForSequenceClassification
+from minibert import assets, inference, tasks
+from minibert.model import BertForQuestionAnswering
 from minibert.options import NON_NEGATIVE
+from minibert.retrieval.measures import Ranking, hits_of
+from minibert.retrieval.rerank import RERANK_DEPTH, Reranker, load_scorer
 from minibert.retrieval.retriever import (
     HYBRID,
     HYBRID_WEIGHT,
@@ -62,7 +66,6 @@ __all__ = [
     "Asker",
     "OpenAnswer",
     "Read",
-    "Reranker",
     "ask",
     "default_reader",
     "load_reader",
@@ -74,9 +77,7 @@ DEFAULT_TOP_K = 5  # paragraphs the reader reads
 # the weight chosen on the dev questions among 0, 0.25, 0.5, 1, 2, 4, 8 (the hybrid retriever, five
 # paragraphs, a MiniLM reader); 0, the span score alone, was the worst of them
 RETRIEVAL_WEIGHT = 1.0
-RERANK_DEPTH = 20  # the first stage's paragraphs a re-ranker reads
-PAIR_LENGTH = 128  # pieces of [CLS] question [SEP] sentence [SEP] (wiki-qnli's training length)
-ENTAILMENT = "entailment"  # wiki-qnli's label: the sentence holds the answer
+# RERANK_DEPTH (retrieval.rerank's): the first stage's paragraphs a re-ranker reads
 
 
 def ranked(retriever: Retriever, question: str, top_k: int) -> tuple[list[Hit], torch.Tensor]:
@@ -177,70 +178,23 @@ class OpenAnswer:
 # --- re-ranking --------------------------------------------------------------------------------
 
 
-class Reranker:
-    """Lesson 7's pair classifier (a folder fine-tuned on wiki-qnli: does this sentence hold the
-    answer to the question?) re-ranking retrieved paragraphs: a paragraph's score is the highest
-    probability of ENTAILMENT over its sentences, each read as [CLS] question [SEP] sentence
-    [SEP]. It reads every sentence of the first stage's RERANK_DEPTH paragraphs (a cross-encoder:
-    slower than the retriever, which is why it re-ranks a few rather than ranking all)."""
-
-    def __init__(self, folder: str | Path):
-        folder = Path(folder)
-        task = tasks.of_folder(folder) if (folder / "config.json").is_file() else None
-        architectures = _architectures(folder / "config.json")
-        refused = ValueError(
-            f"{folder} is not a trained pair classifier with an {ENTAILMENT!r} label"
-            + (f" (fine-tuned for {task.name})" if task else "")
-            + ": re-rank with a folder of `minibert finetune --task wiki-qnli`"
-        )
-        classifier = BertForSequenceClassification.__name__
-        if (task is not None and not task.pairs) or (
-            architectures and classifier not in architectures
-        ):
-            raise refused
-        try:
-            model = BertForSequenceClassification.from_pretrained(folder).eval()
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"cannot re-rank with {folder}: {exc}") from None
-        names = model.config.names()
-        if ENTAILMENT not in names or model.loading_info["newly_initialized"]:
-            raise refused
-        self.model, self.tokenizer = model, BertTokenizer.from_pretrained(folder)
-        self.positive = names.index(ENTAILMENT)
-
-    @torch.no_grad()
-    def scores(self, question: str, texts: Sequence[str]) -> torch.Tensor:
-        """(texts,) each text's highest probability of ENTAILMENT over its sentences."""
-        _check_question(question)
-        sentences = [corpora.split_sentences(text) or [text] for text in texts]
-        pairs = [(question, s) for group in sentences for s in group]
-        probabilities = torch.empty(len(pairs))
-        limit = min(PAIR_LENGTH, self.model.config.max_position_embeddings)
-        for start in range(0, len(pairs), 64):
-            batch = self.tokenizer.encode_batch(
-                pairs[start : start + 64], max_length=limit, truncation="only_second"
-            )
-            logits = self.model(**batch).logits  # (pairs, labels)
-            probabilities[start : start + 64] = logits.float().softmax(-1)[:, self.positive]
-        per_text = torch.split(probabilities, [len(group) for group in sentences])
-        return torch.stack([p.max() for p in per_text])
-
-    def __call__(self, question: str, hits: Sequence[Hit], top_k: int = DEFAULT_TOP_K) -> list[Hit]:
-        """The top_k of hits by the classifier's score, ranked again (a tie keeps the first
-        stage's order); each hit's score becomes that probability."""
-        check_top_k(top_k, len(hits), "paragraphs re-ranked")
-        scores = self.scores(question, [hit.text for hit in hits]).tolist()
-        order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))[:top_k]
-        return [
-            Hit(rank, scores[i], hits[i].index, hits[i].passage) for rank, i in enumerate(order, 1)
-        ]
+def reranked(reranker: Reranker, question: str, found: Sequence[Hit], top_k: int) -> list[Hit]:
+    """The top_k of the first stage's hits ordered again by the re-ranker (a tie keeps the first
+    stage's order), each hit's score the re-ranker's."""
+    first = Ranking(
+        torch.tensor([[hit.index for hit in found]]),
+        torch.tensor([[hit.score for hit in found]]),
+    )  # (1, hits)
+    return hits_of(reranker.rerank([question], first, top_k), reranker.passages)[0]
 
 
 class Asker:
     """A retriever and a reader, loaded once: call it with a question for an OpenAnswer.
     retriever: a retriever's name ('hybrid', the default; 'bm25'; any registered name), an encoder,
-    or a retriever itself; encoder and weight: the hybrid's other side and weight; reader: a wiki-qa folder (default_reader() when None); rerank: a wiki-qnli
-    folder that re-ranks the retriever's RERANK_DEPTH best before the reader reads top_k."""
+    or a retriever itself; encoder and weight: the hybrid's other side and weight; reader: a
+    wiki-qa folder (default_reader() when None); rerank: a folder that re-ranks the retriever's
+    RERANK_DEPTH best before the reader reads top_k (``retrieval.rerank.load_scorer``: wiki-qnli,
+    sentence by sentence, or wiki-rerank, the whole paragraph)."""
 
     def __init__(
         self,
@@ -258,20 +212,21 @@ class Asker:
         self.retrieval_weight = retrieval_weight
         self.reader, self.tokenizer = load_reader(reader)  # first: a missing reader fails fast
         self.reader_length = trained_length(Path(reader) if reader else default_reader())
-        self.reranker = Reranker(rerank) if rerank is not None else None
+        scorer = load_scorer(rerank) if rerank is not None else None  # before the retriever
         if not 0 <= weight <= 1:
             raise ValueError(f"the hybrid's weight must be in [0, 1], got {weight}")
         if isinstance(retriever, str | Path):
             settings = {"encoder": encoder, "weight": weight, "quiet": quiet}
             retriever = retriever_of(retriever, passages, **settings)
         self.retriever = retriever
+        self.reranker = Reranker(retriever, scorer, RERANK_DEPTH) if scorer is not None else None
 
     @property
     def measure(self) -> str:
-        """What a hit's score is: the retriever's, or the re-ranker's probability."""
+        """What a hit's score is: the retriever's, or the re-ranker's."""
         if self.reranker is None:
             return self.retriever.measure
-        return f"re-ranked from the top {RERANK_DEPTH}: {ENTAILMENT} probability"
+        return f"re-ranked from the top {RERANK_DEPTH}: {self.reranker.measure}"
 
     def __call__(
         self, question: str, top_k: int = DEFAULT_TOP_K, max_length: int | None = None
@@ -282,7 +237,7 @@ class Asker:
         depth = min(RERANK_DEPTH, len(self.retriever.passages))  # a small corpus: all of it
         found, z = ranked(self.retriever, question, top_k if self.reranker is None else depth)
         if self.reranker is not None:
-            found = self.reranker(question, found, top_k)
+            found = reranked(self.reranker, question, found, top_k)
         length = max_length or self.reader_length
         tok, reader, weight = self.tokenizer, self.reader, self.retrieval_weight
         read = []
@@ -308,8 +263,8 @@ def ask(
     retrieval_weight: float = RETRIEVAL_WEIGHT,
 ) -> OpenAnswer:
     """Answer a question from the course's Wikipedia: the retriever's top_k paragraphs (or the
-    top_k of its RERANK_DEPTH re-ranked by a wiki-qnli folder), the reader's best span over them
-    (mb.ask; for many questions, build an Asker once)."""
+    top_k of its RERANK_DEPTH re-ranked by a wiki-qnli or wiki-rerank folder), the reader's best
+    span over them (mb.ask; for many questions, build an Asker once)."""
     _check_question(question)
     check_top_k(top_k)  # its bound, the corpus, once it is loaded
     asker = Asker(

@@ -17,6 +17,7 @@ from minibert.open_qa import Asker
 from minibert.retrieval import Passage, corpus, hits, retriever_of
 from minibert.retrieval.encoders import encode, load_encoder
 from minibert.retrieval.measures import every_score
+from minibert.retrieval.rerank import LABELS, Reranker, SentenceEntailment, load_scorer
 from minibert.tokenization import BertTokenizer
 
 PASSAGES = [
@@ -194,7 +195,7 @@ def test_a_folder_that_is_not_a_reader_is_one_line(folders, tmp_path):
     assert "(fine-tuned for rotten-tomatoes)" in done.stderr and done.returncode == 2
 
 
-# --- re-ranking with lesson 7's pair classifier ---------------------------------------------------
+# --- re-ranking: lesson 7's pair classifier or a cross-encoder, through retrieval.rerank ---------
 
 SENTENCES = [Passage("Two", 0, "The cat sat on the mat. The tower is in paris."), PASSAGES[4]]
 
@@ -207,8 +208,9 @@ def tiny_pair_classifier(folder: Path) -> Path:
 
 def test_the_reranker_scores_a_paragraph_by_its_sentence_most_likely_to_hold_the_answer(tmp_path):
     folder = tiny_pair_classifier(tmp_path / "qnli")
-    reranker = open_qa.Reranker(folder)
-    scores = reranker.scores(QUESTION, [p.text for p in SENTENCES])
+    scorer = load_scorer(folder)  # a wiki-qnli folder: read sentence by sentence
+    assert isinstance(scorer, SentenceEntailment) and scorer.measure == "entailment probability"
+    scores = scorer.scores([(QUESTION, p.text) for p in SENTENCES])
     model = BertForSequenceClassification.from_pretrained(folder).eval()
     tok = BertTokenizer.from_pretrained(folder)
     pairs = [(QUESTION, "The cat sat on the mat."), (QUESTION, "The tower is in paris."),
@@ -221,17 +223,19 @@ def test_the_reranker_scores_a_paragraph_by_its_sentence_most_likely_to_hold_the
 def test_reranking_orders_the_first_stage_by_the_classifier_and_cuts_to_top_k(
     tmp_path, monkeypatch
 ):
-    reranker = open_qa.Reranker(tiny_pair_classifier(tmp_path / "qnli"))
-    first = hits(retriever_of("bm25", PASSAGES), QUESTION, 4)
-    monkeypatch.setattr(reranker, "scores", lambda q, texts: torch.tensor([0.1, 0.7, 0.1, 0.9]))
-    again = reranker(QUESTION, first, top_k=3)
+    bm25 = retriever_of("bm25", PASSAGES)
+    reranker = Reranker(bm25, tiny_pair_classifier(tmp_path / "qnli"), depth=4)
+    first = hits(bm25, QUESTION, 4)
+    scores = torch.tensor([0.1, 0.7, 0.1, 0.9])  # the first stage's four, in its order
+    monkeypatch.setattr(reranker.cross_encoder, "scores", lambda pairs, *_: scores)
+    again = open_qa.reranked(reranker, QUESTION, first, top_k=3)
     assert [h.passage for h in again] == [first[3].passage, first[1].passage, first[0].passage]
     assert [h.rank for h in again] == [1, 2, 3] and [h.score for h in again] == pytest.approx(
         [0.9, 0.7, 0.1]
     )  # a tie (0.1, 0.1) keeps the first stage's order
 
 
-def test_ask_reranks_before_reading_and_refuses_a_folder_that_is_not_a_pair_classifier(
+def test_ask_reranks_before_reading_and_refuses_a_folder_that_is_not_a_reranker(
     folders, wiki, tmp_path
 ):
     _, reader = folders
@@ -245,9 +249,16 @@ def test_ask_reranks_before_reading_and_refuses_a_folder_that_is_not_a_pair_clas
     )
     found = minibert.ask(QUESTION, "bm25", reader, top_k=2, rerank=qnli)
     assert lines[0] == found.text and lines[2] == f"    {found.hit.text}"
+    cross = tiny_reader_folder(
+        tmp_path / "rerank", BertForSequenceClassification, label_names=LABELS
+    )
+    done = cli(*args, "--rerank", str(cross), "--top-k", "2")  # a wiki-rerank folder: the same way
+    assert done.returncode == 0, done.stderr
+    assert "re-ranked from the top 20: cross-encoder log-odds" in done.stdout.splitlines()[1]
     done = cli(*args, "--rerank", str(reader))  # a span reader, not a pair classifier
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert "is not a trained pair classifier with an 'entailment' label" in done.stderr
+    assert f"{reader} is not a trained re-ranker (a BertForQuestionAnswering)" in done.stderr
+    assert "--task wiki-rerank" in done.stderr and "--task wiki-qnli" in done.stderr
 
 
 def test_the_end_to_end_benchmark_measured_mb_ask_as_it_ships():

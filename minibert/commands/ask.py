@@ -86,9 +86,10 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
         "--rerank",
         default=None,
         metavar="FOLDER",
-        help=f"a pair classifier fine-tuned on wiki-qnli (`minibert finetune --task wiki-qnli`) "
-        f"that re-ranks the retriever's {RERANK_DEPTH} best paragraphs, each by its sentence most "
-        "likely to hold the answer, before the reader reads --top-k of them (default: none)",
+        help=f"a folder that re-ranks the retriever's {RERANK_DEPTH} best paragraphs before the "
+        "reader reads --top-k of them: a pair classifier fine-tuned on wiki-qnli (`minibert "
+        "finetune --task wiki-qnli`: each paragraph by its sentence most likely to hold the "
+        "answer) or a cross-encoder fine-tuned on wiki-rerank (the whole paragraph); default: none",
     )
     ask.add_argument(
         "--max-length",

@@ -10,7 +10,8 @@
                  exact search, or approximate (faiss HNSW or IVF) with its recall of the exact
     hybrid       two retrievers composed, each standardised per query
     rerank       the cross-encoder re-ranker: a first stage's top k ordered again by BERT reading
-                 (question, passage) as a pair ('bm25+rerank', 'hybrid+rerank')
+                 (question, passage) as a pair ('bm25+rerank', 'hybrid+rerank'), or lesson 7's
+                 wiki-qnli classifier reading each sentence (``minibert ask --rerank``)
     negatives    hard negatives: each query's best-ranked passages that are not its answer
     retriever    the interface (search(queries, k) -> Ranking) and the registry of names
     in_batch     the contrastive loss with in-batch negatives (a loss, one module)
@@ -54,6 +55,8 @@ _EXPORTS = {
     "hybrid_scores": "hybrid",
     "CrossEncoder": "rerank",
     "Reranker": "rerank",
+    "SentenceEntailment": "rerank",
+    "load_scorer": "rerank",
     "mine_hard_negatives": "negatives",
     "positives_of": "negatives",
     "Retriever": "retriever",

@@ -15,8 +15,9 @@ the package reads them only through it: ``minibert search``, ``minibert ask`` an
 A registered retriever is built by its factory from the passages and the settings (``encoder``,
 ``weight``, ``pooling``, ``quiet``, ``backend``, ``reranker``, ``depth``; a factory reads those it
 needs). The hybrid composes BM25 with any other retriever by name: a registered one, or an
-encoder; 'bm25+rerank' and 'hybrid+rerank' compose a first stage with a cross-encoder
-(``rerank.Reranker``: a wiki-rerank folder, ``rerank.default_reranker()`` when not given).
+encoder; 'bm25+rerank' and 'hybrid+rerank' compose a first stage with a re-ranker
+(``rerank.Reranker``: a wiki-rerank folder, ``rerank.default_reranker()`` when not given, or a
+wiki-qnli one, read sentence by sentence).
 """
 
 from __future__ import annotations
@@ -30,7 +31,14 @@ from minibert.retrieval.corpus import Passage
 from minibert.retrieval.hybrid import HYBRID_WEIGHT, Hybrid
 from minibert.retrieval.lexical import BM25, TfIdf
 from minibert.retrieval.measures import Hit, Ranking, hits_of
-from minibert.retrieval.rerank import RERANK_DEPTH, CrossEncoder, Reranker, default_reranker
+from minibert.retrieval.rerank import (
+    RERANK_DEPTH,
+    CrossEncoder,
+    Reranker,
+    SentenceEntailment,
+    default_reranker,
+    load_scorer,
+)
 from minibert.utils import check_text, check_top_k
 
 __all__ = [
@@ -75,12 +83,13 @@ def _without(settings: dict[str, Any]) -> dict[str, Any]:
 
 def _reranked(first: str) -> Factory:
     """The factory of the first stage (a registered name) re-ranked by settings' reranker (a
-    wiki-rerank folder or a CrossEncoder; default_reranker() when not given) at settings' depth."""
+    folder, ``rerank.load_scorer``'s: wiki-rerank or wiki-qnli, default_reranker() when not
+    given; or a pair scorer) at settings' depth."""
 
     def factory(passages: Sequence[Passage], **settings: Any) -> Retriever:
         cross = settings.get("reranker") or default_reranker()
-        if not isinstance(cross, CrossEncoder):
-            cross = CrossEncoder.load(cross)  # before the first stage: a missing one fails fast
+        if not isinstance(cross, CrossEncoder | SentenceEntailment):
+            cross = load_scorer(cross)  # before the first stage: a missing one fails fast
         rest = {k: v for k, v in settings.items() if k not in ("reranker", "depth")}
         first_stage = retriever_of(first, passages, **rest)
         return Reranker(first_stage, cross, settings.get("depth", RERANK_DEPTH))
