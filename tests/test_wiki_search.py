@@ -1,7 +1,8 @@
 """wiki-search as a fine-tuning task: the scores are recall@k and MRR@10 of hand-worked rankings,
 the in-batch measure counts a tie for the question, and `minibert finetune --task wiki-search`
 trains a tiny encoder on a toy corpus, reports MRR@10 and recall@k as encoding the saved folder
-by hand ranks them, and leaves a folder that `minibert search` reads."""
+by hand ranks them, and leaves a folder that `minibert search` reads; with `--hard-negatives N`
+each training question carries BM25's N best wrong paragraphs into the loss."""
 
 import json
 
@@ -10,8 +11,9 @@ import torch
 from conftest import TEXTS, cli, tiny_encoder_folder
 
 from minibert import retrieval, tasks
-from minibert.retrieval import Passage, Query, corpus
+from minibert.retrieval import BM25, Passage, Query, corpus, in_batch
 from minibert.retrieval.encoders import encode, load_encoder
+from minibert.retrieval.negatives import mine_hard_negatives
 from minibert.tasks.wiki_search import RANKED, in_batch_metrics
 from minibert.tokenization import BertTokenizer
 
@@ -119,3 +121,69 @@ def test_a_frozen_encoder_and_another_pooling_are_refused_in_one_line(toy, tmp_p
     assert done.returncode == 2 and "wiki-search is a vector task (its encoder is mean-pooled" in (
         done.stderr
     )
+
+
+# --- hard negatives (--hard-negatives N) ----------------------------------------------------------
+
+
+def test_each_training_question_carries_bm25s_best_wrong_paragraphs(toy, tmp_path):
+    task = tasks.get("wiki-search")
+    tok = BertTokenizer.from_pretrained(tiny_encoder_folder(tmp_path / "tiny"))
+    train, dev, test = task.datasets(tok, 32, None, 0)
+    task.hard_negatives(train, 2)
+    pieces = train.corpus.pieces
+    texts = [q.text for q in train.queries]
+    mined = mine_hard_negatives(BM25.of(PASSAGES), texts, [q.passage for q in train.queries], k=2)
+    for query, item, found in zip(train.queries, train.items, mined):
+        assert item["negative_ids"] == [pieces[i] for i in found]
+        assert pieces[query.passage] not in item["negative_ids"]  # its own is never a negative
+    paris = [i for i, q in enumerate(train.queries) if q.passage == 4]  # "paris paris"
+    assert paris and all(mined[i][0] == 3 for i in paris)  # the only other paragraph with paris
+    assert not any("negative_ids" in item for item in [*dev.items, *test.items])
+
+
+@pytest.mark.slow
+def test_finetune_with_hard_negatives_scores_each_question_against_them_and_records_n(
+    toy, tmp_path, monkeypatch
+):
+    seen = []  # (queries, negatives) of each loss the bi-encoder computed
+    loss = in_batch.in_batch_loss
+
+    def recording(queries, passages, temperature=0.05, negatives=None):
+        seen.append((len(queries), None if negatives is None else len(negatives)))
+        return loss(queries, passages, temperature, negatives)
+
+    monkeypatch.setattr(in_batch, "in_batch_loss", recording)
+    source, out = tiny_encoder_folder(tmp_path / "tiny"), tmp_path / "search"
+    done = cli("finetune", "--model", str(source), "--task", "wiki-search", "--out", str(out),
+               "--steps", "4", "--batch-size", "5", "--evaluations", "1",
+               "--hard-negatives", "1")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "test (3 questions): MRR@10 " in done.stdout
+    trained = [(q, n) for q, n in seen if n is not None]
+    assert len(trained) == 4 and all(n == q == 5 for q, n in trained)  # one per question
+    results = json.loads((out / "results.json").read_text())
+    assert results["options"]["hard_negatives"] == 1
+
+
+def test_hard_negatives_are_refused_in_one_line_for_another_task_a_negative_n_or_too_many(
+    toy, tmp_path
+):
+    out = tmp_path / "out"
+    done = cli("finetune", "--task", "rotten-tomatoes", "--hard-negatives", "1", "--out", str(out))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "hard negatives apply to wiki-search only" in done.stderr
+    assert "rotten-tomatoes takes none: leave out --hard-negatives" in done.stderr
+    done = cli("finetune", "--task", "wiki-ict", "--hard-negatives", "1", "--out", str(out))
+    assert done.returncode == 2 and "wiki-ict takes none" in done.stderr
+    done = cli("finetune", "--task", "wiki-search", "--hard-negatives", "-1", "--out", str(out))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "error: argument --hard-negatives: must be an int >= 0, got -1" in done.stderr
+    source = tiny_encoder_folder(tmp_path / "tiny")  # five paragraphs: four wrong ones at most
+    done = cli("finetune", "--model", str(source), "--task", "wiki-search", "--out", str(out),
+               "--steps", "1", "--batch-size", "5", "--hard-negatives", "5")  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "hard_negatives must be at most 4 (the paragraphs that are not a question's own)" in (
+        done.stderr
+    )
+    assert not (out / "model.safetensors").exists()

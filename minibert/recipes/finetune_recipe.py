@@ -206,6 +206,13 @@ class FinetuneOptions:
         "on one",
         check=FRACTION,
     )
+    hard_negatives: int = option(
+        0,
+        help="wiki-search only: N hard negatives per training question, the paragraphs BM25 "
+        "ranks highest that are not its own (DPR's: 1), scored beside the in-batch ones "
+        "(default: 0, in-batch negatives only); refused for the other tasks",
+        check=COUNT,
+    )
     warmup_fraction: float = option(
         WARMUP_FRACTION,
         help="share of the steps spent warming the learning rate up",
@@ -250,6 +257,13 @@ def finetune(
         raise ValueError(
             f"pooling applies to a sentence task's classifier; {spec.name} is a {spec.shape} "
             f"task{why}: leave out --pooling, got {o.pooling!r}"
+        )
+    if o.hard_negatives and spec.hard_negatives is None:  # before anything is written
+        takers = ", ".join(t.name for t in tasks.TASKS.values() if t.hard_negatives)
+        raise ValueError(
+            f"hard negatives apply to {takers} only (a retriever trained on questions with "
+            f"in-batch negatives); {spec.name} takes none: leave out --hard-negatives, got "
+            f"{o.hard_negatives}"
         )
     folder = OutputFolder(
         out, overwrite=o.overwrite, resume=o.train.resume, writer=distributed.is_main()
@@ -308,6 +322,8 @@ def _finetune(
             "positions"
         )
     data = spec.datasets(tok, o.max_length, o.train_examples, o.train.seed)
+    if o.hard_negatives:  # the training questions' mined negatives (wiki-search)
+        data = (spec.hard_negatives(data[0], o.hard_negatives), data[1], data[2])
     loop = _finetune_loop(o, config, len(data[0]))
     net = _classifier(o, spec, source, config)
     keeper = _BestEvaluation(spec.selection, net, folder.run if _keeps_state(o) else None)

@@ -106,9 +106,10 @@ class BiEncoder(BertPreTrainedModel):
         **targets: torch.Tensor,
     ) -> PairOutput:
         """(batch, q_seq) queries and (batch, p_seq) passages, row i of each a pair (queries may
-        be absent: a batch of texts alone, for a loss that needs no pair); (batch, n_seq) hard
-        negatives, passed to the loss as negative_vectors; targets: the batch's other tensors,
-        passed to the loss (a teacher's vectors, say)."""
+        be absent: a batch of texts alone, for a loss that needs no pair); (negatives, n_seq)
+        hard negatives (any number: one or several per pair), passed to the loss as
+        negative_vectors; targets: the batch's other tensors, passed to the loss (a teacher's
+        vectors, say)."""
         if passage_ids is None:
             raise ValueError("the bi-encoder needs passage_ids: (batch, seq) pieces")
         if self.training and not any(p.requires_grad for p in self.bert.parameters()):
@@ -163,16 +164,25 @@ def pair_examples(
     return examples
 
 
+def _rows(ids: Sequence) -> list:
+    """An example's hard negatives: one list of piece ids, or a list of such lists."""
+    return list(ids) if len(ids) and isinstance(ids[0], list | tuple) else [ids]
+
+
 def collate_pairs(items: Sequence[dict[str, Any]], pad_id: int = 0) -> dict[str, torch.Tensor]:
     """Examples -> passage_ids, passage_mask (batch, longest passage) from "input_ids", and
     query_ids, query_mask (batch, longest query) where the examples have "query_ids" (and
-    negative_ids, negative_mask where they have "negative_ids"), padded with pad_id
+    negative_ids, negative_mask (negatives, longest) where they have "negative_ids": one list
+    of piece ids per example, or several, the first example's first), padded with pad_id
     (``encoders.pad``); any other key's tensors are stacked (a teacher's vectors)."""
     batch = {}
     sides = (("query", "query_ids"), ("passage", "input_ids"), ("negative", "negative_ids"))
     for side, key in sides:
         if key in items[0]:
-            ids, mask = pad([item[key] for item in items], pad_id)
+            rows = [item[key] for item in items]
+            if side == "negative":  # one text per example, or several
+                rows = [row for ids in rows for row in _rows(ids)]
+            ids, mask = pad(rows, pad_id)
             batch[f"{side}_ids"], batch[f"{side}_mask"] = ids, mask
     for key in items[0].keys() - {"query_ids", "input_ids", "negative_ids"}:
         batch[key] = torch.stack([torch.as_tensor(item[key]) for item in items])

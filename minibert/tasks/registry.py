@@ -87,6 +87,8 @@ class Baseline:
 
 # (tokenizer, max_length, train_examples or None, seed) -> (train, dev, test) datasets
 Loader = Callable[[Any, int, "int | None", int], tuple[Any, Any, Any]]
+# (train dataset, n) -> the same examples, each with its n mined hard negatives
+HardNegatives = Callable[[Any, int], Any]
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,9 @@ class Task:
     # the test line of a task whose score is its own (CoNLL's spans), else the shape's
     result_line: Callable[[dict[str, Any]], str] | None = None
     data_version: int = 1  # raised when the task's items change: older measured runs are stale
+    # a task whose model trains with in-batch negatives may add mined ones (finetune's
+    # hard_negatives, ``minibert finetune --hard-negatives N``); None: it takes none
+    hard_negatives: HardNegatives | None = None
 
     def __post_init__(self) -> None:
         if self.shape not in SHAPES:

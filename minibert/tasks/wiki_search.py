@@ -14,6 +14,11 @@ paragraph is the closest of the batch's paragraphs (a tie counts for it). The de
 is the best by that; dev and test are then measured as the field does, over the whole corpus:
 recall@1/5/20 and MRR@10 (``retrieval.retrieval_scores``), each question's 20 best paragraphs its
 prediction. Baselines at the same questions: BM25 and TF-IDF cosine.
+
+With hard negatives (``minibert finetune --task wiki-search --hard-negatives N``, DPR's: N=1),
+each training question also carries the N paragraphs BM25 ranks highest that are not its own
+(``retrieval.negatives.mine_hard_negatives``; its paragraph and that paragraph's copies set aside),
+and every question of a batch is scored against those too. Dev and test are unchanged.
 """
 
 from __future__ import annotations
@@ -30,11 +35,12 @@ from minibert.retrieval.corpus import Passage, Query
 from minibert.retrieval.encoders import encode_pieces, fingerprint
 from minibert.retrieval.lexical import BM25, TfIdf
 from minibert.retrieval.measures import CUTOFFS, retrieval_scores
+from minibert.retrieval.negatives import mine_hard_negatives, positives_of
 from minibert.tasks.registry import Baseline, Selection, Task, register, subset
 from minibert.tasks.shapes import Shape, register_shape
 from minibert.utils import evaluating
 
-__all__ = ["RANKED", "Corpus", "SearchDataset", "in_batch_metrics"]
+__all__ = ["RANKED", "Corpus", "SearchDataset", "in_batch_metrics", "with_hard_negatives"]
 
 RANKED = max(CUTOFFS)  # paragraphs kept per question: enough for recall@20 and MRR@10
 ENCODE_BATCH = 64
@@ -159,6 +165,24 @@ def _load(tok, max_length: int, train_examples: int | None, seed: int):
     return tuple(SearchDataset(q, haystack, tok, max_length) for q in splits)
 
 
+def with_hard_negatives(train: SearchDataset, n: int) -> SearchDataset:
+    """train's examples, each with "negative_ids": the pieces of the n paragraphs BM25 ranks
+    highest for its question that are not its paragraph or a copy of it, best first (a tie to
+    the lower index); n past the paragraphs left is refused (ValueError)."""
+    passages = train.corpus.passages
+    positives = positives_of(train.queries, passages)
+    if n > (fewest := len(passages) - max(len(own) for own in positives)):
+        raise ValueError(
+            f"hard_negatives must be at most {fewest:,} (the paragraphs that are not a "
+            f"question's own), got {n:,}"
+        )
+    texts = [q.text for q in train.queries]
+    mined = mine_hard_negatives(BM25.of(passages), texts, positives, k=n)
+    for item, found in zip(train.items, mined):
+        item["negative_ids"] = [train.corpus.pieces[i] for i in found]  # n lists of pieces
+    return train
+
+
 def _lexical(kind: type, test: SearchDataset) -> list[list[int]]:
     """Each test question's RANKED best passages by a lexical retriever (BM25 or TfIdf)."""
     retriever = kind.of(test.corpus.passages)
@@ -184,5 +208,6 @@ WIKI_SEARCH = register(
         ),
         score=_score,
         max_length=256,  # all-MiniLM-L6-v2's max_seq_length, as retrieval.encoders cuts texts
+        hard_negatives=with_hard_negatives,
     )
 )
