@@ -409,6 +409,7 @@ def status() -> list[dict[str, object]]:
 COURSE_CHECKPOINTS = {  # name -> folder under data/: the course's own pretrained models
     "course": "course_checkpoint",  # pretrained on the Wikipedia extract (MLM + NSP)
     "course-reviews": "course_reviews",  # 'course' continued on the training movies' reviews (MLM)
+    "course-english": "course_english",  # pretrained on english_corpus's 5.5M words (MLM + NSP)
 }
 
 

@@ -12,15 +12,16 @@ from minibert.model import BertForPreTraining
 from minibert.tokenization import BertTokenizer
 from minibert.training import evaluate
 
-FOLDER = assets.course_checkpoint()
-CARD = json.loads((FOLDER / "card.json").read_text())
+PRETRAINED = ("course", "course-english")  # the checkpoints pretrained from scratch, each carded
 # the subset is re-measured in eval mode with a fixed mask, so only float summation order can
 # differ between machines; 0.002 is a few answers out of the subset's ~3,700 [MASK] positions
 TOLERANCE = 0.002
 
 
-def test_files_and_size():
-    for name in (
+@pytest.mark.parametrize("name", PRETRAINED)
+def test_files_and_size(name):
+    folder = assets.course_checkpoint(name)
+    for file in (
         "config.json",
         "model.safetensors",
         "vocab.txt",
@@ -30,24 +31,30 @@ def test_files_and_size():
         "README.md",
         "card.json",
     ):
-        assert (FOLDER / name).is_file(), name
-    committed = sum(p.stat().st_size for p in FOLDER.iterdir() if p.name != "training_state.pt")
+        assert (folder / file).is_file(), file
+    committed = sum(p.stat().st_size for p in folder.iterdir() if p.name != "training_state.pt")
     assert committed < 25_000_000
 
 
-def test_weights_match_the_card():
-    digest = hashlib.sha256((FOLDER / "model.safetensors").read_bytes()).hexdigest()
-    assert digest == CARD["sha256"]["model.safetensors"]
-    assert CARD["sha256"]["model.safetensors"] in (FOLDER / "README.md").read_text()
+@pytest.mark.parametrize("name", PRETRAINED)
+def test_weights_match_the_card(name):
+    folder = assets.course_checkpoint(name)
+    card = json.loads((folder / "card.json").read_text())
+    digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+    assert digest == card["sha256"]["model.safetensors"]
+    assert card["sha256"]["model.safetensors"] in (folder / "README.md").read_text()
 
 
-def test_heldout_mask_accuracy_is_what_the_card_says():
-    tok = BertTokenizer.from_pretrained(FOLDER)
-    model = BertForPreTraining.from_pretrained(FOLDER)
+@pytest.mark.parametrize("name", PRETRAINED)
+def test_heldout_mask_accuracy_is_what_the_card_says(name):
+    folder = assets.course_checkpoint(name)
+    card = json.loads((folder / "card.json").read_text())
+    tok = BertTokenizer.from_pretrained(folder)
+    model = BertForPreTraining.from_pretrained(folder)
     heldout = pretraining.heldout_dataset(
-        corpora.wikipedia_articles("heldout"), tok, CARD["recipe"]["max_len"], seed=1
+        corpora.wikipedia_articles("heldout"), tok, card["recipe"]["max_len"], seed=1
     )
-    subset = torch.utils.data.Subset(heldout, range(CARD["subset"]["examples"]))
+    subset = torch.utils.data.Subset(heldout, range(card["subset"]["examples"]))
     metrics = evaluate(
         model,
         subset,
@@ -55,18 +62,20 @@ def test_heldout_mask_accuracy_is_what_the_card_says():
         lambda b: pretraining.collate(b, tok.pad_token_id),
         metrics_fn=pretraining.metrics_for(tok),
     )
-    assert metrics["mask_accuracy"] == pytest.approx(CARD["subset"]["mask_accuracy"], abs=TOLERANCE)
-    assert len(heldout) == CARD["heldout_examples"]
+    assert metrics["mask_accuracy"] == pytest.approx(card["subset"]["mask_accuracy"], abs=TOLERANCE)
+    assert len(heldout) == card["heldout_examples"]
 
 
-def test_card_beats_its_baselines_at_the_same_positions():
-    trained, untrained, baselines = CARD["trained"], CARD["untrained"], CARD["baselines"]
+@pytest.mark.parametrize("name", PRETRAINED)
+def test_card_beats_its_baselines_at_the_same_positions(name):
+    card = json.loads((assets.course_checkpoint(name) / "card.json").read_text())
+    trained, untrained, baselines = card["trained"], card["untrained"], card["baselines"]
     assert trained["mask_accuracy"] > baselines["ngram"]["mask_accuracy"]
     assert baselines["ngram"]["mask_accuracy"] > baselines["most_frequent"]["mask_accuracy"]
     assert baselines["most_frequent"]["mask_accuracy"] > untrained["mask_accuracy"]
     assert trained["mask_top5"] > trained["mask_accuracy"]
     assert trained["mlm_loss"] < untrained["mlm_loss"]
-    for pairs in CARD["nsp"].values():
+    for pairs in card["nsp"].values():
         assert pairs["model"] > pairs["majority"]
 
 

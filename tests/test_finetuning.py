@@ -183,7 +183,7 @@ def test_bad_arguments_are_one_line_errors(tiny_folder, tmp_path):
     for args, message in (
         (
             ["--model", str(tmp_path / "nowhere")],
-            "not 'course', 'course-reviews', 'minilm' or a folder",
+            "not 'course', 'course-reviews', 'course-english', 'minilm' or a folder",
         ),
         (["--model", str(tiny_folder), "--reinit-layers", "5"], "reinit_layers must be in [0, 2]"),
         (["--model", str(tiny_folder), "--max-length", "100"], "exceeds the model's 64"),
