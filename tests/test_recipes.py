@@ -103,7 +103,8 @@ def test_course_checkpoints_have_names():
     with pytest.raises(ValueError, match="course checkpoint must be one of"):
         assets.course_checkpoint("course-wikipedia")
     with pytest.raises(
-        FileNotFoundError, match="not 'course', 'course-reviews', 'course-english', 'minilm' or a folder"
+        FileNotFoundError,
+        match="not 'course', 'course-reviews', 'course-english', 'minilm' or a folder",
     ):
         recipes.model_folder("no-such-model")
 
