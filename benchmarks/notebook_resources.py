@@ -11,7 +11,8 @@ whose peak is the memory a student's session needs (children that share pages wi
 are counted in full: an upper bound), and the CPU seconds (user + system) of the kernel and of
 every child seen. Each cell's wall time is kept too, so that the guide can name the cells worth
 running ahead on a shared machine (by their number in the stored notebook, [n]). `minibert.teaching.lessons.sizing_table` turns the results
-into the guide's table (tests/test_notebooks.py keeps the two equal).
+into the guide's table, its cores counted from a class at once when benchmarks/class_at_once.py
+has measured one (tests/test_package.py keeps the guide and the table equal).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from minibert.teaching import lessons
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = ROOT / "benchmarks" / "results" / "notebook_resources.json"
+TOGETHER = ROOT / "benchmarks" / "results" / "class_at_once.json"  # benchmarks/class_at_once.py
 
 
 def main() -> None:
@@ -39,8 +41,9 @@ def main() -> None:
     parser.add_argument("--table", action="store_true", help="print the guide's sizing table")
     args = parser.parse_args()
     result = json.loads(RESULT.read_text()) if RESULT.exists() else {"notebooks": {}}
+    together = json.loads(TOGETHER.read_text()) if TOGETHER.exists() else None
     if args.table:
-        print(lessons.sizing_table(result))
+        print(lessons.sizing_table(result, together=together))
         return
     paths = sorted((ROOT / "notebooks").glob("*.ipynb"))
     if args.only:
@@ -61,7 +64,7 @@ def main() -> None:
     }
     result["date"] = time.strftime("%Y-%m-%d")
     RESULT.write_text(json.dumps(result, indent=1) + "\n")
-    print(lessons.sizing_table(result))
+    print(lessons.sizing_table(result, together=together))
 
 
 if __name__ == "__main__":

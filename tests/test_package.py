@@ -336,7 +336,41 @@ def test_the_guides_sizing_table_is_the_measured_one():
     guide = (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")
     start = guide.index("\n", guide.index("<!-- sizing table:")) + 1
     table = guide[start : guide.index("<!-- end of the sizing table -->")]
-    assert table.strip() == lessons.sizing_table(measured).strip()
+    together = json.loads((path.parent / "class_at_once.json").read_text())
+    assert table.strip() == lessons.sizing_table(measured, together=together).strip()
+
+
+def test_a_class_at_once_counts_cores_with_the_best_measured_thread_setting():
+    """lessons.sizing_table with class_at_once.json: the cores columns use the setting whose
+    kernels came nearest their fair share, each student's CPU seconds times that slowdown."""
+    from minibert.teaching import lessons
+
+    measured = {
+        "notebooks": {"06_fine_tuning.ipynb": {"cpu_s": 300.0, "peak_rss_mb": 2048, "cells_s": {}}},
+        "machine": {"cpus": 2},
+    }
+    together = {
+        "notebook": "04_masked_language_model.ipynb",
+        "date": "2026-11-29",
+        "machine": {"cpus": 2},
+        "runs": {
+            "default": [{"kernels": 1}, {"kernels": 4, "over_fair_share": 7.26}],
+            "one": [{"kernels": 1}, {"kernels": 4, "over_fair_share": 1.5}],
+        },
+    }
+    assert lessons.class_slowdown(together) == ("one", 1.5)
+    rows = lessons.sizing_table(measured, students=60, window_s=600, together=together).splitlines()
+    # 450 CPU seconds a student in a class: 600 / 450 = 1.3 per core, 45 cores for 60, 21 on 16
+    assert (
+        rows[2] == "| 06 Fine-tuning | 2,048 MB | 300 | 1.3 | 0.5 | 45 cores, 120 GB | 21 | none |"
+    )
+    assert (
+        "torch's default threads 7.26x, one thread per kernel (OMP_NUM_THREADS=1) 1.50x" in rows[-1]
+    )
+    assert "times 1.50" in rows[-1]
+    # a setting slower than its fair share never makes the class cheaper than one student alone
+    together["runs"]["one"][1]["over_fair_share"] = 0.8
+    assert lessons.class_slowdown(together) == ("one", 1.0)
 
 
 def test_every_module_is_reachable_as_an_attribute():

@@ -126,6 +126,7 @@ def sizing_table(
     window_s: float = 600,
     run_ahead_s: float = 20,
     server: tuple[int, int] = (16, 64),
+    together: dict | None = None,
 ) -> str:
     """The teacher's guide's table for a shared server, from notebook_resources.json.
 
@@ -133,9 +134,12 @@ def sizing_table(
     whole notebook; students per core when everyone runs it top to bottom within window_s;
     students per GB; what a class of `students` needs; how many students a server of
     server = (cores, GB) holds by both counts; the cells taking run_ahead_s or more, by their
-    number in the stored notebook.
+    number in the stored notebook. together: class_at_once.json (several kernels of one lesson
+    run at once); the cores are then counted with the thread setting that shared them best, each
+    student's CPU seconds times that setting's measured slowdown over a fair share of the cores.
     """
     rows = measured["notebooks"]
+    setting, factor = class_slowdown(together) if together else (None, 1.0)
     lines = [
         "| lesson | peak memory per student | CPU seconds per student | students per core "
         f"(everyone within {window_s / 60:g} minutes) | students per GB | a class of {students} "
@@ -148,12 +152,13 @@ def sizing_table(
         if row is None:
             continue
         cpu, mb = row["cpu_s"], row["peak_rss_mb"]
-        cores = math.ceil(students * cpu / window_s)
+        cpu_shared = cpu * factor  # what a student's run costs the cores in a class at once
+        cores = math.ceil(students * cpu_shared / window_s)
         memory = math.ceil(students * mb / 1024)
-        fit = min(math.floor(server[0] * window_s / cpu), math.floor(server[1] * 1024 / mb))
+        fit = min(math.floor(server[0] * window_s / cpu_shared), math.floor(server[1] * 1024 / mb))
         slow = [f"[{i}] ({s:.0f} s)" for i, s in row["cells_s"].items() if s >= run_ahead_s]
         lines.append(
-            f"| {lesson.number} {lesson.title} | {mb:,} MB | {cpu:.0f} | {window_s / cpu:.1f} "
+            f"| {lesson.number} {lesson.title} | {mb:,} MB | {cpu:.0f} | {window_s / cpu_shared:.1f} "
             f"| {1024 / mb:.1f} | {cores} core{'s' * (cores != 1)}, {memory} GB | {fit} "
             f"| {', '.join(slow) or 'none'} |"
         )
@@ -165,4 +170,40 @@ def sizing_table(
         f"{machine.get('memory_gb', '?')} GB, Python {machine.get('python', '?')}, "
         f"torch {machine.get('torch', '?')}; each notebook alone in a fresh kernel."
     )
+    if together:
+        kernels = max(run["kernels"] for runs in together["runs"].values() for run in runs)
+        shares = ", ".join(
+            f"{THREAD_SETTINGS.get(name, name)} {run['over_fair_share']:.2f}x"
+            for name, runs in together["runs"].items()
+            for run in runs
+            if run["kernels"] == kernels and "over_fair_share" in run
+        )
+        lines.append(
+            f"A class at once, measured by `python benchmarks/class_at_once.py` on "
+            f"{together.get('date', '?')}: lesson {together['notebook'][:2]} in {kernels} "
+            f"kernels started together on {together.get('machine', {}).get('cpus', '?')} cores, "
+            f"each kernel's wall time over its fair share of the cores: {shares}. The columns "
+            f"on cores count {THREAD_SETTINGS.get(setting, setting)}, each student's CPU seconds "
+            f"times {factor:.2f}."
+        )
     return "\n".join(lines)
+
+
+THREAD_SETTINGS = {  # benchmarks/class_at_once.py's settings, as the guide names them
+    "default": "torch's default threads",
+    "one": "one thread per kernel (OMP_NUM_THREADS=1)",
+    "passive": "torch's default threads with OMP_WAIT_POLICY=PASSIVE",
+}
+
+
+def class_slowdown(together: dict) -> tuple[str, float]:
+    """(setting, factor): of class_at_once.json's thread settings at its most kernels, the one
+    whose slowest kernel came nearest its fair share of the cores, and that ratio (at least 1)."""
+    kernels = max(run["kernels"] for runs in together["runs"].values() for run in runs)
+    best = min(
+        (run["over_fair_share"], name)
+        for name, runs in together["runs"].items()
+        for run in runs
+        if run["kernels"] == kernels and "over_fair_share" in run
+    )
+    return best[1], max(1.0, best[0])
