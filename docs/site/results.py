@@ -902,7 +902,29 @@ def retrieval(data: dict) -> Section:
     )
 
 
+def class_at_once(data: dict) -> Section:
+    rows = [
+        [setting, str(run["kernels"]), f"{run['notebook_s'][0]:,.0f} s ({run['notebook_s'][1]:,.0f} s)",
+         f"{run['slowest_cell_s'][0]:,.0f} s ({run['slowest_cell_s'][1]:,.0f} s)",
+         f"{run['over_fair_share']:.2f}x" if "over_fair_share" in run else "(alone)"]
+        for setting, runs in data["runs"].items()
+        for run in runs
+    ]  # fmt: skip
+    return Section(
+        "A class at once",
+        f"Several fresh kernels run lesson {data['notebook'][:2]} top to bottom together, under a "
+        "thread setting: torch's default (a thread per core in every kernel), or "
+        "OMP_NUM_THREADS=1 per kernel. Each kernel's wall time for the notebook and for its "
+        f"slowest cell [{data['slowest_cell']}] (median, worst in brackets), and the worst "
+        "kernel's wall time over its fair share of the cores (the setting's one-kernel time times "
+        "kernels over cores). The teacher's guide sizes a shared server from it.",
+        "python benchmarks/class_at_once.py --notebook 04 --kernels 1 4 --settings default one",
+        table(["threads", "kernels", "notebook", "slowest cell", "over the fair share"], rows),
+    )
+
+
 SECTIONS: dict[str, Callable[[dict], Section]] = {
+    "class_at_once.json": class_at_once,
     "model_throughput.json": model_throughput,
     "tokenizer_speed.json": tokenizer_speed,
     "wordpiece_training.json": wordpiece_training,
