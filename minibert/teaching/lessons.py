@@ -171,18 +171,15 @@ def sizing_table(
         f"torch {machine.get('torch', '?')}; each notebook alone in a fresh kernel."
     )
     if together:
-        kernels = max(run["kernels"] for runs in together["runs"].values() for run in runs)
-        shares = ", ".join(
-            f"{THREAD_SETTINGS.get(name, name)} {run['over_fair_share']:.2f}x"
-            for name, runs in together["runs"].items()
-            for run in runs
-            if run["kernels"] == kernels and "over_fair_share" in run
+        kernels, shares = _most_kernels(together)
+        listed = ", ".join(
+            f"{THREAD_SETTINGS.get(name, name)} {share:.2f}x" for name, share in shares.items()
         )
         lines.append(
             f"A class at once, measured by `python benchmarks/class_at_once.py` on "
             f"{together.get('date', '?')}: lesson {together['notebook'][:2]} in {kernels} "
             f"kernels started together on {together.get('machine', {}).get('cpus', '?')} cores, "
-            f"each kernel's wall time over its fair share of the cores: {shares}. The columns "
+            f"each kernel's wall time over its fair share of the cores: {listed}. The columns "
             f"on cores count {THREAD_SETTINGS.get(setting, setting)}, each student's CPU seconds "
             f"times {factor:.2f}."
         )
@@ -196,14 +193,22 @@ THREAD_SETTINGS = {  # benchmarks/class_at_once.py's settings, as the guide name
 }
 
 
-def class_slowdown(together: dict) -> tuple[str, float]:
-    """(setting, factor): of class_at_once.json's thread settings at its most kernels, the one
-    whose slowest kernel came nearest its fair share of the cores, and that ratio (at least 1)."""
+def _most_kernels(together: dict) -> tuple[int, dict[str, float]]:
+    """class_at_once.json's largest number of kernels, and each setting's slowdown over the fair
+    share of the cores there."""
     kernels = max(run["kernels"] for runs in together["runs"].values() for run in runs)
-    best = min(
-        (run["over_fair_share"], name)
+    shares = {
+        name: run["over_fair_share"]
         for name, runs in together["runs"].items()
         for run in runs
         if run["kernels"] == kernels and "over_fair_share" in run
-    )
-    return best[1], max(1.0, best[0])
+    }
+    return kernels, shares
+
+
+def class_slowdown(together: dict) -> tuple[str, float]:
+    """(setting, factor): of class_at_once.json's thread settings at its most kernels, the one
+    whose slowest kernel came nearest its fair share of the cores, and that ratio (at least 1)."""
+    shares = _most_kernels(together)[1]
+    setting = min(shares, key=shares.get)
+    return setting, max(1.0, shares[setting])
