@@ -82,11 +82,17 @@ BASES = {
     "course": ("course", False, grid.SMALL_RATES),
     "scratch": ("course", True, grid.SMALL_RATES),
     "course-reviews": ("course-reviews", False, grid.SMALL_RATES),
+    "course-english": ("course-english", False, grid.SMALL_RATES),
+    "english-scratch": ("course-english", True, grid.SMALL_RATES),
     "minilm-scratch": ("minilm", True, (1e-4, 3e-4)),
     "self": (str(SELF), False, grid.SMALL_RATES),
     "self-scratch": (str(SELF), True, grid.SMALL_RATES),
 }
-RANDOM = {"minilm": "minilm-scratch", "self": "self-scratch"}  # random weights of the same size
+RANDOM = {
+    "minilm": "minilm-scratch",
+    "self": "self-scratch",
+    "course-english": "english-scratch",
+}  # random weights of the same size
 # and vocabulary (the others': scratch); each pretrained row is compared with its own
 MODELS = grid.models(BASES, RANDOM)  # each base with each head: course, -mean, -cls, -probe
 SIZES = {
@@ -96,6 +102,7 @@ SIZES = {
     "review-capitalisation": (64, 256, 1024, None),
     "rotten-tomatoes": (64, 256, 1024, None),
     "capitalisation": (64, 256, 1024, None),  # lesson 8's first example: Wikipedia's own words
+    "wiki-swag": (64, 256, 1024, None),  # the BERT paper's multiple choice on the same articles
 }
 COURSE_PIECES = {"capitalisation": 64}  # its rules at the course's pieces, a sentence cut at 64
 ORDER = ("64", "256", "1024", "all")

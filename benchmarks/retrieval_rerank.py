@@ -49,6 +49,7 @@ from datetime import date
 from pathlib import Path
 
 import torch
+from common import restarts
 
 import minibert
 from minibert import paired_statistics, recipes
@@ -110,6 +111,21 @@ def machine(threads: int) -> dict:
 
 
 def cross_encoder(args: argparse.Namespace, seed: int) -> tuple[Path, dict]:
+    """The cross-encoder of a reported seed: its run, restarted while its dev balanced accuracy is
+    at the trivial level (one label for every pair; common/restarts.py: seeds 101-103 for seed 1),
+    the first restart that leaves it kept. Returns its folder and what its training reported, with
+    how the place was kept; a still-trivial one is marked so, and rerank_section reports no
+    re-ranking by it."""
+    found, kept = restarts.with_restarts(
+        lambda s: trained_cross_encoder(args, s),
+        lambda run: run[1]["selection"]["trivial"],
+        seed,
+    )
+    folder, report = found
+    return folder, report | {"kept": kept.as_dict()}
+
+
+def trained_cross_encoder(args: argparse.Namespace, seed: int) -> tuple[Path, dict]:
     """The folder `minibert finetune --task wiki-rerank` trains with these settings and seed, kept
     in the cache by them (read back when there), and what its training reported."""
     settings = {
@@ -129,7 +145,7 @@ def cross_encoder(args: argparse.Namespace, seed: int) -> tuple[Path, dict]:
         given = {k: v for k, v in settings.items() if v is not None}
         recipes.finetune(folder, **given, overwrite=True, threads=args.threads)
     results = json.loads((folder / "results.json").read_text())
-    kept = {k: results[k] for k in ("selection", "seconds", "train_size")}
+    kept = {"seed": seed} | {k: results[k] for k in ("selection", "seconds", "train_size")}
     kept["test_pairs"] = {k: results["test"][k] for k in ("accuracy", "balanced_accuracy")}
     kept["options"] = {
         k: results["options"].get(k) for k in ("steps", "lr", "batch_size", "max_length")
@@ -167,6 +183,8 @@ def reranked_rows(first, name: str, folders: list[Path], queries: list, depth: i
         [q.passage for q in queries],
     )
     alone = ranks_of_ranking(first.search(texts, n), n, relevant)[None]  # (1, queries)
+    if not folders:  # every cross-encoder trivial: the first stage alone
+        return {name: {"test": mean_measures(alone), "ranks": alone.tolist()}}
     ranks, seconds = [], []
     for folder in folders:
         reranker = Reranker(first, folder, depth=depth, progress=True)
@@ -197,13 +215,22 @@ def rerank_section(args: argparse.Namespace, passages: list, minilm) -> dict:
     re-ranked, on the test questions."""
     queries = corpus.wiki_queries("test", passages)[: args.limit]
     trained = [cross_encoder(args, seed) for seed in args.seeds]
-    folders = [folder for folder, _ in trained]
+    trivial = [kept["seed"] for _, kept in trained if kept["selection"]["trivial"]]
+    folders = [folder for folder, kept in trained if not kept["selection"]["trivial"]]
+    for seed in trivial:  # one label for every pair: its re-ranking is BM25's order, or noise
+        print(
+            f"seed {seed}'s cross-encoder stayed at the trivial level on dev after "
+            f"{restarts.RESTARTS} restarts: its re-ranking is not reported (a larger --steps or "
+            "--lr may train it)",
+            flush=True,
+        )
     bm25 = BM25.of(passages)
     rows = reranked_rows(bm25, "BM25", folders, queries, args.depth)
     if args.hybrid:
         hybrid = Hybrid(bm25, minilm(), HYBRID_WEIGHT)
         rows |= reranked_rows(hybrid, "hybrid: BM25 + MiniLM mean", folders, queries, args.depth)
     return {
+        "trivial_seeds_not_reported": trivial,
         "queries": len(queries),
         "depth": args.depth,
         "cross_encoder": {
