@@ -47,7 +47,16 @@ from pathlib import Path
 
 import torch
 
-from minibert import corpora, inference, open_qa, paired_statistics, recipes, retrieval, squad
+from minibert import (
+    assets,
+    corpora,
+    inference,
+    open_qa,
+    paired_statistics,
+    recipes,
+    retrieval,
+    squad,
+)
 from minibert import retrieval_distill as distillation
 from minibert import retrieval_encoders as encoders
 from minibert import retrieval_index as index
@@ -84,6 +93,7 @@ ADDED_ROWS = SELFSUP_ROWS | {"distill": DISTILL_ROW}  # what --only adds to a fi
 READER = {"model": "minilm", "task": "wiki-qa", "lr": 0.000333, "seed": 1}
 E2E_RETRIEVERS = ("hybrid", "bm25")
 E2E_TARGET = 0.6  # the issue's: end-to-end F1 at least 60% of the F1 with the gold paragraph
+COURSE = "course"  # the course checkpoint every "course" row starts from (--course)
 HYBRID_RULE = (
     "the dense weight w in 0, 0.05, ..., 1 with the highest dev MRR@10; a tie goes to the higher "
     "dev recall@5, then the smaller w (score = (1 - w) z(BM25) + w z(cosine), z standardising "
@@ -209,7 +219,7 @@ def dense_row(vectors: Vectors, encoder: encoders.Encoder, pooling: str, queries
 
 def dense_rows(vectors: Vectors, queries: dict) -> tuple[dict, dict]:
     """Every encoder and pooling of the table: rows, and (dev, test) cosines by name."""
-    minilm, course = encoders.load_encoder("minilm"), encoders.load_encoder("course")
+    minilm, course = encoders.load_encoder("minilm"), encoders.load_encoder(COURSE)
     plan = [
         ("MiniLM mean", minilm, "mean", False),
         ("MiniLM [CLS]", minilm, "cls", False),
@@ -301,9 +311,10 @@ def finetuned(vectors: Vectors, queries: dict, task: str, lr: float, seed: int, 
     fine-tuning's defaults) with the loop's settings, this rate and seed, one evaluation at the end
     (so the kept weights are the last); its folder in the cache, then measured like the others:
     dense_row's fields, the loss's first and last values and the training time."""
-    out = vectors.cache / "finetuned" / f"{task}-lr{lr:g}-seed{seed}"
+    start_from = "" if COURSE == "course" else f"{COURSE}-"  # the old runs' names kept
+    out = vectors.cache / "finetuned" / f"{start_from}{task}-lr{lr:g}-seed{seed}"
     before, start = load(), time.perf_counter()
-    result = recipes.finetune(out, model="course", task=task, lr=lr, seed=seed,
+    result = recipes.finetune(out, model=COURSE, task=task, lr=lr, seed=seed,
                               eval_every=loop["steps"], overwrite=True, progress=False, **loop)  # fmt: skip
     trained = time.perf_counter() - start
     got = dense_row(vectors, encoders.load_encoder(out), "mean", queries)
@@ -335,7 +346,7 @@ def contrastive_row(vectors: Vectors, queries: dict) -> dict:
         "pooling": "mean",
         "seeds": list(SEEDS),
         "training": {
-            "recipe": f"minibert finetune --model course --task wiki-search --steps {STEPS} "
+            "recipe": f"minibert finetune --model {COURSE} --task wiki-search --steps {STEPS} "
             f"--batch-size {BATCH} --lr {best['lr']:g} --seed SEED",
             "pairs": len(queries["train"]),
             "steps": STEPS,
@@ -377,7 +388,7 @@ def selfsup_row(
     chosen on dev."""
     if lr is not None:
         trials, rule = [], "given (--lr), not chosen on dev"
-    elif objective in SELFSUP_LR:
+    elif objective in SELFSUP_LR and COURSE == "course":  # another checkpoint chooses its own
         lr, trials = SELFSUP_LR[objective], SELFSUP_TRIALS
         rule = (
             "the highest dev MRR@10 of `minibert finetune --task wiki-ict` (the same steps and "
@@ -385,7 +396,7 @@ def selfsup_row(
         )
     else:
         fixed = {k: v for k, v in SELFSUP.items()} | {"objective": objective}
-        fixed["recipe"] = f"minibert finetune --model course --task wiki-{objective}"
+        fixed["recipe"] = f"minibert finetune --model {COURSE} --task wiki-{objective}"
         same = kept and all(kept["training"].get(k) == v for k, v in fixed.items())
         done = {t["lr"]: t for t in kept["training"].get("lr_trials", [])} if same else {}
         run = lambda rate: selfsup_trained(vectors, queries, objective, rate, SELFSUP_LR_SEED)  # noqa: E731
@@ -397,7 +408,7 @@ def selfsup_row(
             "most); a tie to the smaller rate"
         )
     settings = {"objective": objective, **SELFSUP, "lr": lr, "group_by_length": True,
-                "recipe": f"minibert finetune --model course --task wiki-{objective}"}  # fmt: skip
+                "recipe": f"minibert finetune --model {COURSE} --task wiki-{objective}"}  # fmt: skip
     runs: dict[int, dict] = {}
     if kept and all(kept["training"].get(k) == v for k, v in settings.items()):
         for i, seed in enumerate(kept["seeds"]):
@@ -445,7 +456,8 @@ def distilled_student(cache: Path, lr: float, seed: int) -> tuple[Path, dict]:
     minilm = encoders.load_encoder("minilm")
     texts = distillation.training_texts(DISTILL["units"])
     settings = DISTILL | {"lr": lr, "seed": seed}
-    key = hashlib.sha256(json.dumps([settings, minilm.fingerprint()]).encode()).hexdigest()[:12]
+    named = [settings, minilm.fingerprint()] + ([] if COURSE == "course" else [COURSE])
+    key = hashlib.sha256(json.dumps(named).encode()).hexdigest()[:12]
     out, timing_file = cache / f"distilled-{key}", cache / f"distilled-{key}.json"
     if (out / "model.safetensors").is_file() and timing_file.is_file():
         return out, json.loads(timing_file.read_text())
@@ -454,7 +466,7 @@ def distilled_student(cache: Path, lr: float, seed: int) -> tuple[Path, dict]:
     distillation.teacher_vectors(minilm, texts, teacher_cache)  # read back if cached
     teacher_seconds = time.perf_counter() - start
     start = time.perf_counter()
-    recipes.distill(out, teacher="minilm", student="course", cache=teacher_cache, overwrite=True,
+    recipes.distill(out, teacher="minilm", student=COURSE, cache=teacher_cache, overwrite=True,
                     progress=False, **settings)  # fmt: skip
     timing = {
         "texts": len(texts),
@@ -501,7 +513,7 @@ def distill_row(vectors: Vectors, queries: dict, cache: Path) -> dict:
         "pooling": "mean",
         "seeds": list(SEEDS),
         "training": {
-            "recipe": "minibert distill --teacher minilm --student course "
+            "recipe": f"minibert distill --teacher minilm --student {COURSE} "
             + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in DISTILL.items())
             + f" --lr {best['lr']:g} --seed SEED",
             "texts": runs[0]["texts"],
@@ -559,7 +571,8 @@ def add_row(
             if only != "distill" and seeds != SELFSUP_SEEDS
             else ""
         )
-        + (f" --lr {lr:g}" if only != "distill" and lr is not None else ""),
+        + (f" --lr {lr:g}" if only != "distill" and lr is not None else "")
+        + (f" --course {COURSE}" if COURSE != "course" else ""),
         "date": date.today().isoformat(),
         "load_average": load(),
     }
@@ -592,7 +605,7 @@ def anisotropy(passages: list, count: int = 1000) -> dict:
     """Mean cosine of 2,000 random pairs of 1,000 random passages, per layer, for each encoder."""
     g = torch.Generator().manual_seed(0)
     texts = [passages[i].text for i in torch.randperm(len(passages), generator=g)[:count]]
-    course = encoders.load_encoder("course")
+    course = encoders.load_encoder(COURSE)
     found = {}
     for name, encoder in (
         ("course", course),
@@ -843,7 +856,14 @@ def main(argv: list[str] | None = None) -> None:
                         help="--only ict/simcse: this rate, not chosen on dev")  # fmt: skip
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SELFSUP_SEEDS),
                         help="--only ict/simcse: the seeds reported (default: 1 2 3)")  # fmt: skip
+    parser.add_argument("--course", default="course", choices=sorted(assets.COURSE_CHECKPOINTS),
+                        help="the checkpoint the course rows start from; another than 'course' "
+                        "writes results/retrieval_NAME.json unless --out is given")  # fmt: skip
     args = parser.parse_args(argv)
+    global COURSE
+    COURSE = args.course
+    if args.course != "course" and args.out == RESULTS:
+        args.out = RESULTS.with_name(f"retrieval_{args.course.replace('-', '_')}.json")
     torch.set_num_threads(args.threads)
     if args.figure_only:
         figure(json.loads(args.out.read_text()), args.out.with_suffix(".png"))
@@ -884,7 +904,9 @@ def main(argv: list[str] | None = None) -> None:
     result: dict = {
         "benchmark": "wiki-search: retrievers on the course's Wikipedia, test queries",
         "command": "python benchmarks/retrieval.py"
-        + (f" --limit {args.limit}" if args.limit is not None else ""),
+        + (f" --limit {args.limit}" if args.limit is not None else "")
+        + (f" --course {COURSE}" if COURSE != "course" else ""),
+        "course_checkpoint": COURSE,
         "date": date.today().isoformat(),
         "machine": machine(args.threads),
         "load_average_before": load(),
