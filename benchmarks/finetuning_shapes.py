@@ -7,8 +7,10 @@ The rows: random weights of the course checkpoint's size and vocabulary (scratch
 checkpoint, course-reviews, the self-pretrained model (``self``: the course's architecture
 pretrained on the review text alone with its own vocabulary, made in runs/self by the command in
 pretraining_candidates.py's docstring, 27 minutes on one thread; ``self-scratch``: random weights
-with its vocabulary), MiniLM and random weights of MiniLM's size (minilm-scratch). Each pretrained
-row is compared with random weights of its own size and vocabulary. Each model also has a
+with its vocabulary), ``course-english`` (the course's recipe on the English corpus's 5.5M words,
+its own vocabulary; ``english-scratch``: random weights with that vocabulary), MiniLM and random
+weights of MiniLM's size (minilm-scratch). Each pretrained row is compared with random weights of
+its own size and vocabulary, and course-english with the course checkpoint (more text minus less). Each model also has a
 frozen-feature probe (``MODEL-probe``: the encoder frozen, a linear head on the mean of a text's
 last hidden states, or on each word's own, trained by the same protocol), compared with the probe
 of its random partner; and, on a label per text, two fine-tuned rows that read something else
@@ -94,6 +96,7 @@ RANDOM = {
     "course-english": "english-scratch",
 }  # random weights of the same size
 # and vocabulary (the others': scratch); each pretrained row is compared with its own
+MORE_TEXT = {"course-english": "course"}  # a checkpoint -> the one its recipe made from less text
 MODELS = grid.models(BASES, RANDOM)  # each base with each head: course, -mean, -cls, -probe
 SIZES = {
     "wiki-mentions": (64, 256, 1024, None),
@@ -293,7 +296,9 @@ def _items(done: dict, task: str) -> TestItems:
 
 def intervals(done: dict) -> dict:
     """For every task and size: each pretrained row minus random weights of its size and
-    vocabulary (``random_partner``); a -cls row minus the plain row (what the pooler's dense + tanh
+    vocabulary (``random_partner``); a checkpoint that read more text minus the one that read less
+    (``MORE_TEXT``, the same head; paired over the same test texts, each cut by its own
+    vocabulary); a -cls row minus the plain row (what the pooler's dense + tanh
     does) and the -mean row minus the -cls row (what the mean does); each fine-tuned row minus each
     of the task's rules built
     from the training items its runs saw (its seed k's run against the rule of seed k's subset),
@@ -324,6 +329,14 @@ def _task_intervals(done: dict, task: str, rows: dict) -> dict:
             a = found.get(random_partner(model) or "")
             if b and a and len(b) == len(a) and len(b[0]) == len(a[0]):
                 at[f"{model} - {random_partner(model)}"] = paired(task, a, b, both=True)
+        for model, b in found.items():  # more text: the same recipe on 14 times the words
+            for more, less in MORE_TEXT.items():
+                if model.startswith(more):
+                    a = found.get(less + model.removeprefix(more))
+                    if b and a and len(b) == len(a) and len(b[0]) == len(a[0]):
+                        at[f"{model} - {less}{model.removeprefix(more)}"] = paired(
+                            task, a, b, both=True
+                        )
         for model, b in found.items():  # the pooler, then the pooling: -cls minus the plain
             # row (BERT's pooled [CLS]), -mean minus -cls (the same model, seed s with seed s)
             base = model.removesuffix("-cls")
