@@ -92,7 +92,7 @@ ADDED_ROWS = SELFSUP_ROWS | {"distill": DISTILL_ROW}  # what --only adds to a fi
 # seed, reading the top open_qa.DEFAULT_TOP_K paragraphs of each retriever (open_qa.Asker)
 READER = {"model": "minilm", "task": "wiki-qa", "lr": 0.000333, "seed": 1}
 E2E_RETRIEVERS = ("hybrid", "bm25")
-E2E_TARGET = 0.6  # the issue's: end-to-end F1 at least 60% of the F1 with the gold paragraph
+E2E_TARGET = 0.6  # a bar: end-to-end F1 at least 60% of the F1 with the gold paragraph
 COURSE = "course"  # the course checkpoint every "course" row starts from (--course)
 HYBRID_RULE = (
     "the dense weight w in 0, 0.05, ..., 1 with the highest dev MRR@10; a tie goes to the higher "
