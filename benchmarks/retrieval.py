@@ -93,7 +93,6 @@ ADDED_ROWS = SELFSUP_ROWS | {"distill": DISTILL_ROW}  # what --only adds to a fi
 READER = {"model": "minilm", "task": "wiki-qa", "lr": 0.000333, "seed": 1}
 E2E_RETRIEVERS = ("hybrid", "bm25")
 E2E_TARGET = 0.6  # a bar: end-to-end F1 at least 60% of the F1 with the gold paragraph
-COURSE = "course"  # the course checkpoint every "course" row starts from (--course)
 HYBRID_RULE = (
     "the dense weight w in 0, 0.05, ..., 1 with the highest dev MRR@10; a tie goes to the higher "
     "dev recall@5, then the smaller w (score = (1 - w) z(BM25) + w z(cosine), z standardising "
@@ -115,8 +114,9 @@ def dense_scores(queries: torch.Tensor, passages: torch.Tensor) -> torch.Tensor:
 class Vectors:
     """Passage vectors by (encoder, pooling), encoded once and kept in the cache folder."""
 
-    def __init__(self, cache: Path, passages: list, version: str):
+    def __init__(self, cache: Path, passages: list, version: str, course: str = "course"):
         self.cache, self.passages, self.version = cache, passages, version
+        self.course = course  # the course checkpoint every "course" row starts from (--course)
         cache.mkdir(parents=True, exist_ok=True)
 
     def passages_of(
@@ -219,7 +219,7 @@ def dense_row(vectors: Vectors, encoder: encoders.Encoder, pooling: str, queries
 
 def dense_rows(vectors: Vectors, queries: dict) -> tuple[dict, dict]:
     """Every encoder and pooling of the table: rows, and (dev, test) cosines by name."""
-    minilm, course = encoders.load_encoder("minilm"), encoders.load_encoder(COURSE)
+    minilm, course = encoders.load_encoder("minilm"), encoders.load_encoder(vectors.course)
     plan = [
         ("MiniLM mean", minilm, "mean", False),
         ("MiniLM [CLS]", minilm, "cls", False),
@@ -311,10 +311,10 @@ def finetuned(vectors: Vectors, queries: dict, task: str, lr: float, seed: int, 
     fine-tuning's defaults) with the loop's settings, this rate and seed, one evaluation at the end
     (so the kept weights are the last); its folder in the cache, then measured like the others:
     dense_row's fields, the loss's first and last values and the training time."""
-    start_from = "" if COURSE == "course" else f"{COURSE}-"  # the old runs' names kept
+    start_from = "" if vectors.course == "course" else f"{vectors.course}-"  # old names kept
     out = vectors.cache / "finetuned" / f"{start_from}{task}-lr{lr:g}-seed{seed}"
     before, start = load(), time.perf_counter()
-    result = recipes.finetune(out, model=COURSE, task=task, lr=lr, seed=seed,
+    result = recipes.finetune(out, model=vectors.course, task=task, lr=lr, seed=seed,
                               eval_every=loop["steps"], overwrite=True, progress=False, **loop)  # fmt: skip
     trained = time.perf_counter() - start
     got = dense_row(vectors, encoders.load_encoder(out), "mean", queries)
@@ -346,7 +346,7 @@ def contrastive_row(vectors: Vectors, queries: dict) -> dict:
         "pooling": "mean",
         "seeds": list(SEEDS),
         "training": {
-            "recipe": f"minibert finetune --model {COURSE} --task wiki-search --steps {STEPS} "
+            "recipe": f"minibert finetune --model {vectors.course} --task wiki-search --steps {STEPS} "
             f"--batch-size {BATCH} --lr {best['lr']:g} --seed SEED",
             "pairs": len(queries["train"]),
             "steps": STEPS,
@@ -388,7 +388,9 @@ def selfsup_row(
     chosen on dev."""
     if lr is not None:
         trials, rule = [], "given (--lr), not chosen on dev"
-    elif objective in SELFSUP_LR and COURSE == "course":  # another checkpoint chooses its own
+    elif (
+        objective in SELFSUP_LR and vectors.course == "course"
+    ):  # another checkpoint chooses its own
         lr, trials = SELFSUP_LR[objective], SELFSUP_TRIALS
         rule = (
             "the highest dev MRR@10 of `minibert finetune --task wiki-ict` (the same steps and "
@@ -396,7 +398,7 @@ def selfsup_row(
         )
     else:
         fixed = {k: v for k, v in SELFSUP.items()} | {"objective": objective}
-        fixed["recipe"] = f"minibert finetune --model {COURSE} --task wiki-{objective}"
+        fixed["recipe"] = f"minibert finetune --model {vectors.course} --task wiki-{objective}"
         same = kept and all(kept["training"].get(k) == v for k, v in fixed.items())
         done = {t["lr"]: t for t in kept["training"].get("lr_trials", [])} if same else {}
         run = lambda rate: selfsup_trained(vectors, queries, objective, rate, SELFSUP_LR_SEED)  # noqa: E731
@@ -408,7 +410,7 @@ def selfsup_row(
             "most); a tie to the smaller rate"
         )
     settings = {"objective": objective, **SELFSUP, "lr": lr, "group_by_length": True,
-                "recipe": f"minibert finetune --model {COURSE} --task wiki-{objective}"}  # fmt: skip
+                "recipe": f"minibert finetune --model {vectors.course} --task wiki-{objective}"}  # fmt: skip
     runs: dict[int, dict] = {}
     if kept and all(kept["training"].get(k) == v for k, v in settings.items()):
         for i, seed in enumerate(kept["seeds"]):
@@ -448,7 +450,9 @@ def selfsup_row(
     }
 
 
-def distilled_student(cache: Path, lr: float, seed: int) -> tuple[Path, dict]:
+def distilled_student(
+    cache: Path, lr: float, seed: int, course: str = "course"
+) -> tuple[Path, dict]:
     """The course checkpoint distilled from MiniLM by recipes.distill with DISTILL's settings at
     this rate and seed (the teacher's vectors cached in cache/teacher-vectors), its folder kept in
     cache by the settings and the teacher's fingerprint: (the folder, its timing: teacher vectors
@@ -456,7 +460,7 @@ def distilled_student(cache: Path, lr: float, seed: int) -> tuple[Path, dict]:
     minilm = encoders.load_encoder("minilm")
     texts = distillation.training_texts(DISTILL["units"])
     settings = DISTILL | {"lr": lr, "seed": seed}
-    named = [settings, minilm.fingerprint()] + ([] if COURSE == "course" else [COURSE])
+    named = [settings, minilm.fingerprint()] + ([] if course == "course" else [course])
     key = hashlib.sha256(json.dumps(named).encode()).hexdigest()[:12]
     out, timing_file = cache / f"distilled-{key}", cache / f"distilled-{key}.json"
     if (out / "model.safetensors").is_file() and timing_file.is_file():
@@ -466,7 +470,7 @@ def distilled_student(cache: Path, lr: float, seed: int) -> tuple[Path, dict]:
     distillation.teacher_vectors(minilm, texts, teacher_cache)  # read back if cached
     teacher_seconds = time.perf_counter() - start
     start = time.perf_counter()
-    recipes.distill(out, teacher="minilm", student=COURSE, cache=teacher_cache, overwrite=True,
+    recipes.distill(out, teacher="minilm", student=course, cache=teacher_cache, overwrite=True,
                     progress=False, **settings)  # fmt: skip
     timing = {
         "texts": len(texts),
@@ -482,7 +486,7 @@ def distilled_student(cache: Path, lr: float, seed: int) -> tuple[Path, dict]:
 def distilled(vectors: Vectors, queries: dict, cache: Path, lr: float, seed: int) -> dict:
     """One distilled student measured like the others: dense_row's fields, its training times
     and its history."""
-    folder, timing = distilled_student(cache, lr, seed)
+    folder, timing = distilled_student(cache, lr, seed, vectors.course)
     got = dense_row(vectors, encoders.load_encoder(folder), "mean", queries)
     got["seconds"] |= {k: timing[k] for k in ("teacher_vectors", "training")}
     got["seconds"]["training_load_average"] = timing["load_average"]
@@ -513,7 +517,7 @@ def distill_row(vectors: Vectors, queries: dict, cache: Path) -> dict:
         "pooling": "mean",
         "seeds": list(SEEDS),
         "training": {
-            "recipe": f"minibert distill --teacher minilm --student {COURSE} "
+            "recipe": f"minibert distill --teacher minilm --student {vectors.course} "
             + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in DISTILL.items())
             + f" --lr {best['lr']:g} --seed SEED",
             "texts": runs[0]["texts"],
@@ -572,7 +576,7 @@ def add_row(
             else ""
         )
         + (f" --lr {lr:g}" if only != "distill" and lr is not None else "")
-        + (f" --course {COURSE}" if COURSE != "course" else ""),
+        + (f" --course {vectors.course}" if vectors.course != "course" else ""),
         "date": date.today().isoformat(),
         "load_average": load(),
     }
@@ -601,11 +605,11 @@ def hybrid(lexical: tuple, dense: tuple, queries: dict, name: str) -> dict:
     }
 
 
-def anisotropy(passages: list, count: int = 1000) -> dict:
+def anisotropy(passages: list, course_name: str = "course", count: int = 1000) -> dict:
     """Mean cosine of 2,000 random pairs of 1,000 random passages, per layer, for each encoder."""
     g = torch.Generator().manual_seed(0)
     texts = [passages[i].text for i in torch.randperm(len(passages), generator=g)[:count]]
-    course = encoders.load_encoder(COURSE)
+    course = encoders.load_encoder(course_name)
     found = {}
     for name, encoder in (
         ("course", course),
@@ -860,8 +864,6 @@ def main(argv: list[str] | None = None) -> None:
                         help="the checkpoint the course rows start from; another than 'course' "
                         "writes results/retrieval_NAME.json unless --out is given")  # fmt: skip
     args = parser.parse_args(argv)
-    global COURSE
-    COURSE = args.course
     if args.course != "course" and args.out == RESULTS:
         args.out = RESULTS.with_name(f"retrieval_{args.course.replace('-', '_')}.json")
     torch.set_num_threads(args.threads)
@@ -874,7 +876,7 @@ def main(argv: list[str] | None = None) -> None:
         wanted = {q.passage for s in splits for q in retrieval.wiki_queries(s, passages)}
         passages = [p for i, p in enumerate(passages) if i < args.limit or i in wanted]
     version = retrieval.corpus_version(passages)
-    vectors = Vectors(args.cache, passages, version)
+    vectors = Vectors(args.cache, passages, version, args.course)
     if args.timing_only:  # the cache and, where there, the table take the new time
         timing = minilm_timing(vectors)
         if args.out.is_file():
@@ -905,8 +907,8 @@ def main(argv: list[str] | None = None) -> None:
         "benchmark": "wiki-search: retrievers on the course's Wikipedia, test queries",
         "command": "python benchmarks/retrieval.py"
         + (f" --limit {args.limit}" if args.limit is not None else "")
-        + (f" --course {COURSE}" if COURSE != "course" else ""),
-        "course_checkpoint": COURSE,
+        + (f" --course {args.course}" if args.course != "course" else ""),
+        "course_checkpoint": args.course,
         "date": date.today().isoformat(),
         "machine": machine(args.threads),
         "load_average_before": load(),
@@ -933,7 +935,7 @@ def main(argv: list[str] | None = None) -> None:
     compared(rows, course_best=max(untrained, key=mrr.get))  # the strongest pooling: the bar
     result["rows"] = rows
     print("anisotropy", flush=True)
-    result["anisotropy"] = anisotropy(passages)
+    result["anisotropy"] = anisotropy(passages, args.course)
     result["latency"] = latency(passages, vectors, queries["test"])
     result["minilm_corpus_encoding"] = rows["MiniLM mean"]["seconds"]
     result["load_average_after"] = load()
