@@ -62,6 +62,7 @@ import argparse
 import multiprocessing
 import os
 import platform
+import re
 import shutil
 import statistics
 import tempfile
@@ -221,6 +222,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT, help="the results file")
     parser.add_argument("--report", action="store_true", help="the table and figure only")
     parser.add_argument(
+        "--report-tasks",
+        nargs="*",
+        default=None,
+        choices=list(SIZES),
+        help="with --report: these tasks' intervals computed again, the others' kept",
+    )
+    parser.add_argument(
         "--cached-only",
         action="store_true",
         help="the table's rows from the runs in the cache; nothing runs",
@@ -241,7 +249,7 @@ def main() -> None:
         print(f"{seeded} runs from the committed results written into {args.cache}", flush=True)
     done = cache.gather(args.out)
     if args.report:
-        return report(done, args.out)
+        return report(done, args.out, args.report_tasks)
     work = Path(tempfile.mkdtemp())
     table = done.setdefault("table", {})
     if args.retabulate:
@@ -294,7 +302,7 @@ def _items(done: dict, task: str) -> TestItems:
     return TestItems(done, task, {name: model.source for name, model in MODELS.items()})
 
 
-def intervals(done: dict) -> dict:
+def intervals(done: dict, only: list[str] | None = None) -> dict:
     """For every task and size: each pretrained row minus random weights of its size and
     vocabulary (``random_partner``); a checkpoint that read more text minus the one that read less
     (``MORE_TEXT``, the same head; paired over the same test texts, each cut by its own
@@ -305,8 +313,14 @@ def intervals(done: dict) -> dict:
     paired over the test items with the seeds averaged, and over the seeds and the items (the two
     rows' seed s drawn together)."""
     out: dict = {}
+    kept, stale = done.get("intervals", {}), done.get("stale", {})
     done["stale"] = {}  # found again each time: a task re-run on its new data is no longer stale
     for task, rows in done.get("table", {}).items():
+        if only is not None and task not in only:  # not asked for: its intervals as they were
+            out[task] = kept.get(task, {})
+            if task in stale:
+                done["stale"][task] = stale[task]
+            continue
         started = time.perf_counter()
         try:
             out[task] = _task_intervals(done, task, rows)
@@ -318,12 +332,19 @@ def intervals(done: dict) -> dict:
 
 
 def _task_intervals(done: dict, task: str, rows: dict) -> dict:
-    """intervals for one task: {size: {"a - b": interval}}."""
+    """intervals for one task: {size: {"a - b": interval}}. A row whose model folder is not on
+    this machine (runs/self, made by a command and not committed) keeps the intervals it had."""
     out: dict = {}
     items = _items(done, task)
     models = [m for m in rows if m != "baselines" and "epochs" not in m]
+    absent = set()
+    for model in models:
+        try:
+            items.gold(MODELS[model].source)
+        except FileNotFoundError:
+            absent.add(model)
     for size in ORDER:
-        found = {m: items.row(m, size) for m in models}
+        found = {m: None if m in absent else items.row(m, size) for m in models}
         at = {}
         for model, b in found.items():
             a = found.get(random_partner(model) or "")
@@ -349,6 +370,10 @@ def _task_intervals(done: dict, task: str, rows: dict) -> dict:
             if b and MODELS[model].head != "probe":
                 for rule, a in _rules(items, done, task, model, size).items():
                     at[f"{model} - {rule}"] = paired(task, a, b, both=True, test=False)
+        old = done.get("intervals", {}).get(task, {}).get(size, {})
+        for pair, interval in old.items():  # a pair with an absent row: as it was
+            if pair not in at and any(m in absent for m in re.split(r" - ", pair)):
+                at[pair] = interval
         if at:
             out[size] = at
     return out
@@ -364,10 +389,10 @@ def _rules(items: TestItems, done: dict, task: str, model: str, size: str) -> di
     return {n: [items.rule(n, source, _size(size), s) for s in seeds] for n in names}
 
 
-def report(done: dict, out: Path = OUT) -> None:
+def report(done: dict, out: Path = OUT, only: list[str] | None = None) -> None:
     """Print the table (test means, the seeds' spread, chosen rates, restarts) and the paired
     intervals, write them into the results file and draw the figure."""
-    done["intervals"] = intervals(done)
+    done["intervals"] = intervals(done, only)
     done["restarts"] = restart_summary(done)
     for task, rows in done.get("table", {}).items():
         headline = Measure.of(task).headline
