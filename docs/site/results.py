@@ -881,10 +881,18 @@ def retrieval(data: dict) -> Section:
                 found,
             )
         )
+        if "hybrid_minus_bm25_f1" in e:
+            answers += (
+                "\n\nThe hybrid's end-to-end F1 minus BM25's, paired over the same questions: "
+                f"{signed_interval(e['hybrid_minus_bm25_f1'], digits=1)}."
+            )
     lat, enc = data["latency"], data["minilm_corpus_encoding"]
+    start = data.get("course_checkpoint", "course")
     return Section(
-        "Searching the course's Wikipedia (wiki-search)",
-        f"Each of wiki-qa's {data['queries']['test']} test questions (the held-out articles) "
+        "Searching the course's Wikipedia (wiki-search)"
+        + ("" if start == "course" else f", the course rows from {start}"),
+        ("" if start == "course" else f"Every course row here starts from the {start} checkpoint. ")
+        + f"Each of wiki-qa's {data['queries']['test']} test questions (the held-out articles) "
         f"searches all {data['corpus']['passages']:,} paragraphs of the {data['corpus']['articles']} "
         "articles for the one it was written about: recall@k and MS MARCO's MRR@10, each row's "
         "difference from BM25 with its 95% paired bootstrap interval over the test queries "
