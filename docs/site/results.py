@@ -1011,6 +1011,7 @@ SECTIONS: dict[str, Callable[[dict], Section]] = {
     "slides_browser.json": slides_browser,
     "cpu_levers.json": cpu_levers,
     "retrieval.json": retrieval,
+    "retrieval_course_english.json": retrieval,
     "retrieval_rerank.json": retrieval_rerank,
     "wiki_swag.json": wiki_swag,
 }
