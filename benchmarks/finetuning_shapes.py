@@ -337,12 +337,7 @@ def _task_intervals(done: dict, task: str, rows: dict) -> dict:
     out: dict = {}
     items = _items(done, task)
     models = [m for m in rows if m != "baselines" and "epochs" not in m]
-    absent = set()
-    for model in models:
-        try:
-            items.gold(MODELS[model].source)
-        except FileNotFoundError:
-            absent.add(model)
+    absent = {m for m in models if not _on_this_machine(MODELS[m].source)}
     for size in ORDER:
         found = {m: None if m in absent else items.row(m, size) for m in models}
         at = {}
@@ -377,6 +372,17 @@ def _task_intervals(done: dict, task: str, rows: dict) -> dict:
         if at:
             out[size] = at
     return out
+
+
+def _on_this_machine(source: str) -> bool:
+    """Whether a row's model folder is here (runs/self is made by a command, never committed)."""
+    from minibert.recipes.shared import model_folder
+
+    try:
+        model_folder(source)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _rules(items: TestItems, done: dict, task: str, model: str, size: str) -> dict[str, list]:

@@ -84,7 +84,11 @@ def test_intervals_compare_probes_with_probes_and_every_row_with_the_rules(monke
         "course-probe": [[1.0, 0.0, 1.0]] * 2,
         "course-cls": [[1.0, 1.0, 0.0]] * 2,  # [CLS] without the pooler
         "course-mean": [[1.0, 1.0, 1.0]] * 2,
+        "course-english": [[1.0, 0.0, 0.0]] * 2,  # more text: set against the course checkpoint
+        "english-scratch": [[0.0, 0.0, 0.0]] * 2,  # and against random weights of its vocabulary
+        "self": [[1.0, 1.0, 1.0]] * 2,  # its folder (runs/self) absent: keeps what it had
     }
+    kept = {"self - self-scratch": {"difference": 0.5, "low": 0.1, "high": 0.9}}
 
     class Items:
         def row(self, model, size):
@@ -93,15 +97,35 @@ def test_intervals_compare_probes_with_probes_and_every_row_with_the_rules(monke
     monkeypatch.setattr(finetuning_shapes, "_items", lambda done, task: Items())
     rule = {"majority class": [[0.0, 1.0, 0.0]] * 2}  # the rule of each seed's own subset
     monkeypatch.setattr(finetuning_shapes, "_rules", lambda *args: rule)
-    done = {"table": {"rotten-tomatoes": {m: {} for m in rows}}}
+    monkeypatch.setattr(finetuning_shapes, "_on_this_machine", lambda source: source != "runs/self")
+    done = {
+        "table": {"rotten-tomatoes": {m: {} for m in rows}},
+        "intervals": {"rotten-tomatoes": {"256": kept}},
+    }
     found = finetuning_shapes.intervals(done)["rotten-tomatoes"]["256"]
     assert set(found) == {
         "course - scratch",
         "course-probe - scratch-probe",
         "course-cls - course",  # what the pooler does
         "course-mean - course-cls",  # what the mean does
-        *(f"{m} - majority class" for m in ("course", "scratch", "course-cls", "course-mean")),
+        "course-english - english-scratch",
+        "course-english - course",  # more text minus less
+        "self - self-scratch",  # as it was
+        *(
+            f"{m} - majority class"
+            for m in (
+                "course",
+                "scratch",
+                "course-cls",
+                "course-mean",
+                "course-english",
+                "english-scratch",
+            )
+        ),
     }
+    assert found["course-english - course"]["difference"] == pytest.approx(-2 / 3)
+    assert found["course-english - english-scratch"]["difference"] == pytest.approx(1 / 3)
+    assert found["self - self-scratch"] == kept["self - self-scratch"]
     assert found["course-cls - course"]["difference"] == pytest.approx(-1 / 3)
     assert found["course-mean - course-cls"]["difference"] == pytest.approx(1 / 3)
     assert found["course-probe - scratch-probe"]["difference"] == pytest.approx(2 / 3)
