@@ -139,7 +139,8 @@ def trained_cross_encoder(args: argparse.Namespace, seed: int) -> tuple[Path, di
         "train_examples": args.train_questions,
         "evaluations": args.evaluations,
     }
-    key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
+    order = {"group_by_length": minibert.tasks.get("wiki-rerank").group_by_length}  # the task's
+    key = hashlib.sha256(json.dumps(settings | order, sort_keys=True).encode()).hexdigest()[:12]
     folder = args.cache / f"wiki-rerank-{key}"
     if not (folder / "results.json").is_file():
         given = {k: v for k, v in settings.items() if v is not None}
@@ -148,7 +149,8 @@ def trained_cross_encoder(args: argparse.Namespace, seed: int) -> tuple[Path, di
     kept = {"seed": seed} | {k: results[k] for k in ("selection", "seconds", "train_size")}
     kept["test_pairs"] = {k: results["test"][k] for k in ("accuracy", "balanced_accuracy")}
     kept["options"] = {
-        k: results["options"].get(k) for k in ("steps", "lr", "batch_size", "max_length")
+        k: results["options"].get(k)
+        for k in ("steps", "lr", "batch_size", "max_length", "group_by_length")
     }
     return folder, kept
 

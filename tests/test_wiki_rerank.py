@@ -81,3 +81,17 @@ def test_finetune_leaves_a_folder_that_reranks_bm25s_top_k(toy, tmp_path):
     assert isinstance(retriever, Reranker) and retriever.passages == PASSAGES
     ids, _ = retriever.search(["log a", "paris the"], 2)
     assert ids.shape == (2, 2)
+
+
+def test_its_training_batches_are_not_grouped_by_length():
+    """A question's own paragraph is longer than BM25's best wrong ones, so batches grouped by
+    length ran from mostly relevant to all irrelevant and the model learned one label; a task
+    whose label goes with length trains on batches in random order (the others keep grouping)."""
+    from minibert.config import BertConfig
+    from minibert.recipes.finetune_recipe import FinetuneOptions, _finetune_loop
+
+    config = BertConfig(vocab_size=100, hidden_size=64, num_layers=1, num_heads=2,
+                        intermediate_size=128)  # fmt: skip
+    rerank = _finetune_loop(FinetuneOptions(task="wiki-rerank"), config, 256)
+    assert rerank.group_by_length is False and tasks.get("wiki-rerank").group_by_length is False
+    assert _finetune_loop(FinetuneOptions(task="wiki-qnli"), config, 256).group_by_length is True

@@ -240,9 +240,9 @@ def finetune(
     is evaluated every few epochs), keeps the evaluation that is best by the task's dev measure,
     then measures test and saves a Hugging Face folder (config with the label names, weights,
     tokenizer, results.json). Training batches hold texts of similar length (group_by_length),
-    which halves the padding. freeze_encoder trains only the classifier (a linear probe);
-    reinit_layers re-initialises the pooler and the top N encoder layers before training (Zhang
-    et al., 2021). lr=None takes ``default_lr`` of the model's size (SMALL_MODEL_LR for the course's
+    which halves the padding, unless the task's label goes with length (wiki-rerank).
+    freeze_encoder trains only the classifier (a linear probe); reinit_layers re-initialises the
+    pooler and the top N encoder layers before training (Zhang et al., 2021). lr=None takes ``default_lr`` of the model's size (SMALL_MODEL_LR for the course's
     small models, LARGE_MODEL_LR for MiniLM). Every loop option works as in pretraining: grad_accum_steps,
     checkpoint_every with resume (the best evaluation's weights are kept in the run folder too),
     stop_after, precision, device, threads.
@@ -282,7 +282,7 @@ def finetune(
 def _finetune_loop(o: FinetuneOptions, config: BertConfig, examples: int) -> TrainOptions:
     """The loop's options: the user's, with what they left None filled for this task and model
     (steps from epochs, lr by the model's size, warm-up from warmup_fraction, evaluations)."""
-    loop = o.train
+    loop = dataclasses.replace(o.train, group_by_length=tasks.get(o.task).group_by_length)
     per_epoch = examples // (loop.batch_size * loop.grad_accum_steps)
     if per_epoch < 1:
         raise ValueError(

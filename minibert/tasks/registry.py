@@ -114,6 +114,9 @@ class Task:
     # a task whose model trains with in-batch negatives may add mined ones (finetune's
     # hard_negatives, ``minibert finetune --hard-negatives N``); None: it takes none
     hard_negatives: HardNegatives | None = None
+    # training batches of similar length (the loop's group_by_length); False for a task whose
+    # label goes with length, where a run of short batches is a run of one label
+    group_by_length: bool = True
 
     def __post_init__(self) -> None:
         if self.shape not in SHAPES:
