@@ -5,6 +5,7 @@ BM25, wall times, the hybrid chosen on dev, anisotropy per layer and a query's l
     python benchmarks/retrieval.py --timing-only   # MiniLM over the corpus again, when quiet
     python benchmarks/retrieval.py --only ict      # a self-supervised row (ICT or SimCSE) added
     python benchmarks/retrieval.py --only distill  # the row distilled from MiniLM added
+    python benchmarks/retrieval.py --only hard-course  # contrastive with a BM25 negative added
     python benchmarks/retrieval.py --end-to-end    # mb.ask's answers, the reader trained once
 
 The haystack is every paragraph of the course's Wikipedia (7,396 of 106 articles); the queries are
@@ -24,7 +25,10 @@ on dev, each at seed 0; the row reports seeds 1-3 (--seeds; a seed --out's row a
 same settings is read back, not trained again); --only adds one to the table in --out, compared as
 the others. So is the distilled row (recipes.distill: the course checkpoint regressing MiniLM's
 mean-pooled vectors of the training articles' sentences and paragraphs; its rate chosen on dev at
-LR_SEED, then 3 seeds; the teacher's vectors and the students' folders kept in --cache).
+LR_SEED, then 3 seeds; the teacher's vectors and the students' folders kept in --cache), and the
+hard-negative rows (--only hard-course, hard-minilm: the contrastive recipe with one BM25 negative
+per question beside the in-batch ones, `--hard-negatives 1`, from the course checkpoint and from
+MiniLM, each compared with where it started too: the contrastive row, MiniLM off the shelf).
 --end-to-end fine-tunes a MiniLM wiki-qa reader once (kept in --cache) and measures open_qa.Asker
 on the test questions against the reader given the gold paragraph (SQuAD exact match and F1).
 Passage vectors are kept in --cache by encoder fingerprint, so a
@@ -86,7 +90,17 @@ SELFSUP_ROWS = {"ict": "course mean, ICT on the articles", "simcse": "course mea
 DISTILL = {"steps": 2000, "batch_size": 64, "units": "both"}
 DISTILL_LRS = (1e-3, 3e-3, 1e-2)
 DISTILL_ROW = "course mean, distilled from MiniLM"
-ADDED_ROWS = SELFSUP_ROWS | {"distill": DISTILL_ROW}  # what --only adds to a finished table
+# hard negatives (DPR's one BM25 negative per question beside the in-batch ones: `minibert finetune
+# --task wiki-search --hard-negatives 1`), from the course checkpoint (the contrastive row's steps,
+# batches and rates) and from MiniLM (its own rates, around finetune's 5e-5 for its size); each
+# rate chosen on dev at LR_SEED, then SEEDS; each row also compared with where it started
+HARD = 1
+MINILM_LRS = (1e-5, 3e-5, 1e-4)
+HARD_ROWS = {
+    "hard-course": ("course mean, contrastive with a BM25 negative", "course mean, contrastive on train"),
+    "hard-minilm": ("MiniLM mean, contrastive with a BM25 negative", "MiniLM mean"),
+}  # fmt: skip
+ADDED_ROWS = SELFSUP_ROWS | {"distill": DISTILL_ROW} | {k: v[0] for k, v in HARD_ROWS.items()}
 # end to end: a MiniLM wiki-qa reader (`minibert finetune --model minilm --task wiki-qa`, the rate
 # finetuning_shapes.json's wiki-qa MiniLM row chose on dev; the recipe's defaults otherwise), one
 # seed, reading the top open_qa.DEFAULT_TOP_K paragraphs of each retriever (open_qa.Asker)
@@ -151,20 +165,25 @@ def per_query(scores: torch.Tensor, queries: list) -> dict[str, torch.Tensor]:
     return retrieval.per_query(ranks(scores, queries))
 
 
+def against(a: torch.Tensor, b: torch.Tensor) -> dict:
+    """b's measures minus a's, paired over the test queries: ranks (seeds, queries) each -> measure
+    -> difference, 95% interval, p (rows of different seeds: each its seeds' mean per query)."""
+    a, b = retrieval.per_query(a), retrieval.per_query(b)  # measure -> (seeds, queries)
+    out = {}
+    for m in MEASURES:
+        x, y = a[m], b[m]
+        if x.shape[0] != y.shape[0]:
+            x, y = x.mean(0, keepdim=True), y.mean(0, keepdim=True)
+        diff, low, high = paired_statistics.paired_bootstrap(x, y)
+        p = paired_statistics.paired_sign_flip_test(x, y)
+        out[m] = {"difference": diff, "low": low, "high": high, "p": p}
+    return out
+
+
 def compared(rows: dict, base: str = "BM25", course_best: str | None = None) -> None:
     """Each row's test values and its paired difference from the base row per measure
     (difference, 95% interval, sign-flip p-value); trained rows also against course_best. The
     ranks (seeds, queries) are kept as lists, for any other comparison."""
-
-    def against(a: torch.Tensor, b: torch.Tensor) -> dict:
-        a, b = retrieval.per_query(a.expand_as(b)), retrieval.per_query(b)
-        out = {}
-        for m in MEASURES:
-            diff, low, high = paired_statistics.paired_bootstrap(a[m], b[m])
-            p = paired_statistics.paired_sign_flip_test(a[m], b[m])
-            out[m] = {"difference": diff, "low": low, "high": high, "p": p}
-        return out
-
     for name, row in rows.items():
         found = retrieval.per_query(row["ranks"])  # measure -> (seeds, queries)
         row["test"] = {m: float(found[m].mean()) for m in MEASURES}
@@ -305,16 +324,26 @@ def chosen_rate(
     return widened(trials, trial), trials
 
 
-def finetuned(vectors: Vectors, queries: dict, task: str, lr: float, seed: int, **loop) -> dict:
-    """The course checkpoint fine-tuned as `minibert finetune --model course --task TASK` trains
-    it (recipes.finetune: the task's data, its bi-encoder and in-batch loss at its temperature,
+def finetuned(
+    vectors: Vectors,
+    queries: dict,
+    task: str,
+    lr: float,
+    seed: int,
+    model: str | None = None,
+    **loop,
+) -> dict:
+    """The course checkpoint (or model) fine-tuned as `minibert finetune --model course --task TASK`
+    trains it (recipes.finetune: the task's data, its bi-encoder and in-batch loss at its temperature,
     fine-tuning's defaults) with the loop's settings, this rate and seed, one evaluation at the end
     (so the kept weights are the last); its folder in the cache, then measured like the others:
     dense_row's fields, the loss's first and last values and the training time."""
-    start_from = "" if vectors.course == "course" else f"{vectors.course}-"  # old names kept
-    out = vectors.cache / "finetuned" / f"{start_from}{task}-lr{lr:g}-seed{seed}"
+    model = model or vectors.course
+    start_from = "" if model == "course" else f"{model}-"  # old names kept
+    hard = f"-hard{loop['hard_negatives']}" if loop.get("hard_negatives") else ""
+    out = vectors.cache / "finetuned" / f"{start_from}{task}{hard}-lr{lr:g}-seed{seed}"
     before, start = load(), time.perf_counter()
-    result = recipes.finetune(out, model=vectors.course, task=task, lr=lr, seed=seed,
+    result = recipes.finetune(out, model=model, task=task, lr=lr, seed=seed,
                               eval_every=loop["steps"], overwrite=True, progress=False, **loop)  # fmt: skip
     trained = time.perf_counter() - start
     got = dense_row(vectors, encoders.load_encoder(out), "mean", queries)
@@ -324,41 +353,51 @@ def finetuned(vectors: Vectors, queries: dict, task: str, lr: float, seed: int, 
     return got
 
 
-def contrastive(vectors: Vectors, queries: dict, seed: int, lr: float) -> dict:
-    """The course checkpoint trained on the training questions' (question, paragraph) pairs with
-    in-batch negatives (`minibert finetune --task wiki-search`), measured like the others."""
-    return finetuned(vectors, queries, "wiki-search", lr, seed, steps=STEPS, batch_size=BATCH)
+def contrastive(
+    vectors: Vectors, queries: dict, seed: int, lr: float, model: str | None = None, hard: int = 0
+) -> dict:
+    """The course checkpoint (or model) trained on the training questions' (question, paragraph)
+    pairs with in-batch negatives (`minibert finetune --task wiki-search`), and hard of BM25's best
+    wrong paragraphs per question beside them (--hard-negatives), measured like the others."""
+    loop = {"steps": STEPS, "batch_size": BATCH} | ({"hard_negatives": hard} if hard else {})
+    return finetuned(vectors, queries, "wiki-search", lr, seed, model, **loop)
 
 
-def contrastive_row(vectors: Vectors, queries: dict) -> dict:
+def contrastive_row(
+    vectors: Vectors, queries: dict, model: str | None = None, rates: tuple = LRS, hard: int = 0
+) -> dict:
     """The rate chosen on dev (MRR@10, seed LR_SEED; a best rate at the grid's edge adds the next
-    rate beyond it, twice at most), then 3 seeds at it on test."""
-    best, trials = chosen_rate(
-        "contrastive", LRS, queries, lambda lr: contrastive(vectors, queries, LR_SEED, lr)
-    )
+    rate beyond it, twice at most), then 3 seeds at it on test: the course checkpoint (or model),
+    with hard BM25 negatives per question beside the in-batch ones."""
+    model = model or vectors.course
+    run = lambda lr, seed: contrastive(vectors, queries, seed, lr, model, hard)  # noqa: E731
+    best, trials = chosen_rate("contrastive", rates, queries, lambda lr: run(lr, LR_SEED))
     found, runs = [], []
     for seed in SEEDS:
-        got = contrastive(vectors, queries, seed, best["lr"])
+        got = run(best["lr"], seed)
         found.append(ranks(dense_scores(got["test"], got["passages"]), queries["test"]))
         runs.append(got["seconds"])
+    hard_flag = f" --hard-negatives {hard}" if hard else ""
     return {
         "kind": "dense, trained",
         "pooling": "mean",
         "seeds": list(SEEDS),
         "training": {
-            "recipe": f"minibert finetune --model {vectors.course} --task wiki-search --steps {STEPS} "
-            f"--batch-size {BATCH} --lr {best['lr']:g} --seed SEED",
+            "recipe": f"minibert finetune --model {model} --task wiki-search --steps {STEPS} "
+            f"--batch-size {BATCH} --lr {best['lr']:g}{hard_flag} --seed SEED",
             "pairs": len(queries["train"]),
             "steps": STEPS,
             "batch_size": BATCH,
             "temperature": TEMPERATURE,
+            **({"hard_negatives": hard} if hard else {}),
             "lr": best["lr"],
             "lr_trials": trials,
-            "lr_rule": f"the highest dev MRR@10 of {list(LRS)} at seed {LR_SEED} (a best rate "
+            "lr_rule": f"the highest dev MRR@10 of {list(rates)} at seed {LR_SEED} (a best rate "
             "at the grid's edge adds the next one beyond it), a tie to the smaller rate",
         },
         "ranks": torch.stack(found),  # (seeds, queries)
         "seconds": runs[0],
+        "training_seconds": [r["training"] for r in runs],
     }
 
 
@@ -562,6 +601,14 @@ def add_row(
         row["ranks"] = torch.tensor(row["ranks"])
     if only == "distill":
         rows[name] = distill_row(vectors, queries, cache)
+    elif only in HARD_ROWS:  # compared with where it started, too
+        start = HARD_ROWS[only][1]
+        model, rates = ("minilm", MINILM_LRS) if start.startswith("MiniLM") else (None, LRS)
+        rows[name] = contrastive_row(vectors, queries, model, rates, hard=HARD)
+        rows[name]["vs_start"] = {"row": start}
+        rows[name]["vs_start"] |= against(
+            torch.tensor(result["rows"][start]["ranks"]), rows[name]["ranks"]
+        )
     else:
         rows[name] = selfsup_row(vectors, queries, only, seeds, result["rows"].get(name), lr)
     compared(rows, course_best=best)
@@ -572,10 +619,10 @@ def add_row(
         "command": f"python benchmarks/retrieval.py --only {only}"
         + (
             f" --seeds {' '.join(map(str, seeds))}"
-            if only != "distill" and seeds != SELFSUP_SEEDS
+            if only in SELFSUP_ROWS and seeds != SELFSUP_SEEDS
             else ""
         )
-        + (f" --lr {lr:g}" if only != "distill" and lr is not None else "")
+        + (f" --lr {lr:g}" if only in SELFSUP_ROWS and lr is not None else "")
         + (f" --course {vectors.course}" if vectors.course != "course" else ""),
         "date": date.today().isoformat(),
         "load_average": load(),
@@ -853,7 +900,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="a quick check: the dev and test paragraphs and LIMIT others only")  # fmt: skip
     parser.add_argument("--figure-only", action="store_true", help="draw the figure from --out")
     parser.add_argument("--only", choices=sorted(ADDED_ROWS),
-                        help="add (or redo) only this self-supervised or distilled row in --out's table")  # fmt: skip
+                        help="add (or redo) only this self-supervised, distilled or hard-negative row in --out's table")  # fmt: skip
     parser.add_argument("--end-to-end", action="store_true",
                         help="train (or reuse from --cache) the wiki-qa reader and measure mb.ask end to end")  # fmt: skip
     parser.add_argument("--lr", type=float, default=None,

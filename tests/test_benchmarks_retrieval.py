@@ -40,3 +40,38 @@ def test_the_rate_is_chosen_on_dev_widened_past_the_edge_and_read_back_when_done
     tried.clear()
     again, _ = benchmark.chosen_rate("toy", (1e-3, 3e-3, 1e-2), QUERIES, run, done)
     assert tried == [] and again == best  # every trial read back, none trained
+
+
+def test_a_hard_negative_row_trains_with_one_bm25_negative_and_is_compared_with_its_start(
+    monkeypatch,
+):
+    calls = []
+
+    def trained(vectors, queries, seed, lr, model=None, hard=0):
+        calls.append((model, lr, seed, hard))
+        passages = torch.eye(20)
+        return {"dev": passages[:2], "test": passages[:2], "passages": passages,
+                "seconds": {"training": 1.0}}  # fmt: skip
+
+    monkeypatch.setattr(benchmark, "contrastive", trained)
+    queries = QUERIES | {"test": [Query("t0", "a", 0), Query("t1", "b", 1)], "train": []}
+    result = {"rows": {
+        "BM25": {"ranks": [[2, 1]]},
+        "MiniLM mean": {"ranks": [[3, 3]]},
+        "course mean": {"ranks": [[5, 5]], "test": {"mrr@10": 0.2}},
+    }}  # fmt: skip
+    vectors = type("V", (), {"course": "course"})()
+    benchmark.add_row(result, vectors, queries, "hard-minilm", Path("unused"))
+    assert (
+        {(model, hard) for model, _, _, hard in calls}
+        == {("minilm", benchmark.HARD)}
+        == {("minilm", 1)}
+    )
+    assert [lr for _, lr, _, _ in calls[:3]] == list(benchmark.MINILM_LRS)  # chosen on dev
+    assert [seed for _, _, seed, _ in calls[-3:]] == list(benchmark.SEEDS)
+    row = result["rows"]["MiniLM mean, contrastive with a BM25 negative"]
+    assert "--hard-negatives 1" in row["training"]["recipe"] and row["seeds"] == [0, 1, 2]
+    assert row["vs_start"]["row"] == "MiniLM mean"
+    assert abs(row["vs_start"]["mrr@10"]["difference"] - (1 - 1 / 3)) < 1e-9  # rank 3 -> rank 1
+    added = result["added_rows"]["MiniLM mean, contrastive with a BM25 negative"]
+    assert added["command"] == "python benchmarks/retrieval.py --only hard-minilm"

@@ -828,13 +828,24 @@ def retrieval(data: dict) -> Section:
                 f"rate {t['lr']:g}: {t['lr_rule']}{tried}), {runs}"
             )
         else:
-            taught += (
-                f" {name}: the course checkpoint trained on the {t['pairs']} training questions' "
-                f"(question, paragraph) pairs with in-batch negatives ({t['steps']} steps of "
-                f"{t['batch_size']}, temperature {t['temperature']}), the rate {t['lr']:g} chosen "
-                f"as {t['lr_rule']} (dev MRR@10: {trials}), then 3 seeds"
+            model = (
+                "MiniLM" if "--model minilm " in t.get("recipe", "") else "the course checkpoint"
             )
-        if vs:
+            hard = t.get("hard_negatives")
+            extra = f" and {hard} of BM25's best wrong paragraphs per question" if hard else ""
+            taught += (
+                f" {name}: {model} trained on the {t['pairs']} training questions' "
+                f"(question, paragraph) pairs with in-batch negatives{extra} ({t['steps']} steps "
+                f"of {t['batch_size']}, temperature {t['temperature']}), the rate {t['lr']:g} "
+                f"chosen as {t['lr_rule']} (dev MRR@10: {trials}), then 3 seeds"
+            )
+        if "vs_start" in r:
+            first = r["vs_start"]
+            taught += (
+                f"; against {first['row']}, where it started: MRR@10 "
+                f"{signed_interval(first['mrr@10'])}, recall@5 {signed_interval(first['recall@5'])}"
+            )
+        if vs and "--model minilm " not in t.get("recipe", ""):
             taught += (
                 f"; against {vs['row']}, the checkpoint's strongest pooling: MRR@10 "
                 f"{signed_interval(vs['mrr@10'])}, recall@5 {signed_interval(vs['recall@5'])}"
