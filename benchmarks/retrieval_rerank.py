@@ -9,7 +9,7 @@ re-ranked by a cross-encoder, and faiss' approximate indexes (HNSW, IVF) against
 
 Re-ranking. The cross-encoder is trained by the recipe users run, `minibert finetune --model
 minilm --task wiki-rerank` (recipes.finetune: each training question's paragraph against BM25's 3
-best wrong ones, the evaluation kept by dev balanced accuracy), with a small budget (--steps,
+best wrong ones, the evaluation kept by dev pair order), with a small budget (--steps,
 --batch-size, --lr; its folder kept in --cache by its settings and read back on a rerun). No rate
 is chosen here: --lr is finetune's own default for MiniLM-sized models unless given. The haystack
 is every paragraph (7,396); the queries are wiki-qa's test questions (the held-out articles), each
@@ -111,9 +111,9 @@ def machine(threads: int) -> dict:
 
 
 def cross_encoder(args: argparse.Namespace, seed: int) -> tuple[Path, dict]:
-    """The cross-encoder of a reported seed: its run, restarted while its dev balanced accuracy is
-    at the trivial level (one label for every pair; common/restarts.py: seeds 101-103 for seed 1),
-    the first restart that leaves it kept. Returns its folder and what its training reported, with
+    """The cross-encoder of a reported seed: its run, restarted while its dev pair order is at the
+    trivial level (no better than one score for every pair; common/restarts.py: seeds 101-103 for
+    seed 1), the first restart that leaves it kept. Returns its folder and what its training reported, with
     how the place was kept; a still-trivial one is marked so, and rerank_section reports no
     re-ranking by it."""
     found, kept = restarts.with_restarts(
@@ -139,7 +139,8 @@ def trained_cross_encoder(args: argparse.Namespace, seed: int) -> tuple[Path, di
         "train_examples": args.train_questions,
         "evaluations": args.evaluations,
     }
-    order = {"group_by_length": minibert.tasks.get("wiki-rerank").group_by_length}  # the task's
+    task = minibert.tasks.get("wiki-rerank")  # how it trains and which evaluation it keeps
+    order = {"group_by_length": task.group_by_length, "selection": task.selection.name}
     key = hashlib.sha256(json.dumps(settings | order, sort_keys=True).encode()).hexdigest()[:12]
     folder = args.cache / f"wiki-rerank-{key}"
     if not (folder / "results.json").is_file():
@@ -148,6 +149,7 @@ def trained_cross_encoder(args: argparse.Namespace, seed: int) -> tuple[Path, di
     results = json.loads((folder / "results.json").read_text())
     kept = {"seed": seed} | {k: results[k] for k in ("selection", "seconds", "train_size")}
     kept["test_pairs"] = {k: results["test"][k] for k in ("accuracy", "balanced_accuracy")}
+    kept["dev_pair_order"] = results["selection"]["value"]
     kept["options"] = {
         k: results["options"].get(k)
         for k in ("steps", "lr", "batch_size", "max_length", "group_by_length")
@@ -219,7 +221,7 @@ def rerank_section(args: argparse.Namespace, passages: list, minilm) -> dict:
     trained = [cross_encoder(args, seed) for seed in args.seeds]
     trivial = [kept["seed"] for _, kept in trained if kept["selection"]["trivial"]]
     folders = [folder for folder, kept in trained if not kept["selection"]["trivial"]]
-    for seed in trivial:  # one label for every pair: its re-ranking is BM25's order, or noise
+    for seed in trivial:  # no better than one score for every pair: its order is noise
         print(
             f"seed {seed}'s cross-encoder stayed at the trivial level on dev after "
             f"{restarts.RESTARTS} restarts: its re-ranking is not reported (a larger --steps or "

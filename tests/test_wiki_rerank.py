@@ -5,6 +5,7 @@ ones (never its paragraph or a copy of it), the baseline is BM25's own choice am
 import json
 
 import pytest
+import torch
 from conftest import TEXTS, cli, tiny_encoder_folder
 
 from minibert import tasks
@@ -72,7 +73,7 @@ def test_finetune_leaves_a_folder_that_reranks_bm25s_top_k(toy, tmp_path):
     done = cli("finetune", "--model", str(source), "--task", "wiki-rerank", "--out", str(out),
                "--steps", "20", "--batch-size", "8", "--lr", "3e-3", "--evaluations", "2")  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "dev balanced_accuracy" in done.stdout and "test (12 pairs): accuracy" in done.stdout
+    assert "dev pair_order" in done.stdout and "test (12 pairs): accuracy" in done.stdout
     results = json.loads((out / "results.json").read_text())
     assert results["task"] == "wiki-rerank" and results["test"]["examples"] == 12
     cross = CrossEncoder.load(out)
@@ -95,3 +96,25 @@ def test_its_training_batches_are_not_grouped_by_length():
     rerank = _finetune_loop(FinetuneOptions(task="wiki-rerank"), config, 256)
     assert rerank.group_by_length is False and tasks.get("wiki-rerank").group_by_length is False
     assert _finetune_loop(FinetuneOptions(task="wiki-qnli"), config, 256).group_by_length is True
+
+
+def test_the_kept_evaluation_is_chosen_by_pair_order_not_by_a_threshold():
+    """A cross-encoder whose log-odds are below 0 everywhere can still rank every relevant pair
+    first: balanced accuracy calls it trivial (0.5), pair order gives it 1; one score for every
+    pair is the trivial level (0.5), and a tie counts a half."""
+    from types import SimpleNamespace
+
+    from minibert.tasks.wiki_rerank import rerank_metrics
+
+    labels = torch.tensor([1, 0, 0, 0, 1, 0])
+    odds = torch.tensor([-0.5, -2.0, -3.0, -1.0, -0.8, -0.8])  # relevant: -0.5, -0.8
+    out = SimpleNamespace(logits=torch.stack([torch.zeros(6), odds], dim=1))
+    got = rerank_metrics({"labels": labels}, out)
+    assert got["recall_0"] == (4, 4) and got["recall_1"] == (0, 2)  # balanced accuracy 0.5
+    assert got["pair_order"] == (7.5, 8)  # 2 x 4 couples; -0.8 against -0.8 a tie
+    flat = rerank_metrics({"labels": labels}, SimpleNamespace(logits=torch.zeros(6, 2)))
+    assert flat["pair_order"] == (4.0, 8)  # one score everywhere: the trivial 0.5
+    selection = tasks.get("wiki-rerank").selection
+    assert selection.name == "pair_order" and selection.trivial == 0.5
+    assert selection.of({"eval_pair_order": 7.5 / 8}) == 7.5 / 8
+    assert selection.near_trivial(0.52) and not selection.near_trivial(7.5 / 8)

@@ -8,8 +8,11 @@ relevant) and with BM25's NEGATIVES best-ranked paragraphs that are not it (labe
 negatives mined over every paragraph of the course's Wikipedia (``retrieval.negatives``, a
 paragraph of the same text as the question's never among them). Dev and test are built alike, so
 that the pairs measured are the kind the re-ranker meets. The dev evaluation kept is the best by
-balanced accuracy (a quarter of the pairs are relevant: a model answering 'irrelevant' everywhere
-scores 0.75 accuracy, 0.5 balanced). Baseline at the same pairs: BM25's own choice, 'relevant'
+pair order: of every (relevant, irrelevant) couple of pairs in an evaluation batch, the share
+whose relevant one has the higher log-odds (the area under the ROC curve within batches; a model
+giving every pair one score has 0.5). A re-ranker is used for its order, not its threshold: with
+a quarter of the pairs relevant, a model can rank them well while its log-odds stay below 0
+everywhere, and balanced accuracy would call it trivial (0.5). Baseline at the same pairs: BM25's own choice, 'relevant'
 for the candidate it ranks first among a question's (a tie counts against the question's
 paragraph). How much re-ranking buys is measured by ranking, in benchmarks/retrieval_rerank.py.
 """
@@ -26,7 +29,7 @@ from minibert.retrieval.negatives import mine_hard_negatives, positives_of
 from minibert.retrieval.rerank import LABELS, PAIR_LENGTH
 from minibert.tasks.registry import Baseline, Selection, Task, register, subset
 
-__all__ = ["NEGATIVES", "RerankPairs", "rerank_pairs"]
+__all__ = ["NEGATIVES", "RerankPairs", "rerank_metrics", "rerank_pairs"]
 
 NEGATIVES = 3  # BM25 negatives per question (one positive each: a quarter of the pairs relevant)
 
@@ -57,6 +60,18 @@ def rerank_pairs(
         for q, hard in zip(queries, mined)
         for i, label in ((q.passage, 1), *((j, 0) for j in hard))
     ]
+
+
+def rerank_metrics(batch: dict, out) -> dict[str, tuple[float, int]]:
+    """classification_metrics, and the batch's pair order: of every (relevant, irrelevant) couple
+    of its pairs, those whose relevant one has the higher log-odds (a tie counts a half), and
+    how many couples there are."""
+    sums = finetuning.classification_metrics(batch, out)
+    odds = out.logits[:, 1] - out.logits[:, 0]  # (batch,) log p(relevant) / p(irrelevant)
+    labels = batch["labels"]
+    ahead = odds[labels == 1][:, None] - odds[labels == 0][None, :]  # (relevant, irrelevant)
+    sums["pair_order"] = (float((ahead > 0).sum() + 0.5 * (ahead == 0).sum()), ahead.numel())
+    return sums
 
 
 def _first_stage(bm25: BM25, queries: Sequence[Query], pairs: Sequence[tuple]) -> list[int]:
@@ -100,8 +115,8 @@ WIKI_RERANK = register(
         shape="text",
         unit="pair",
         load=_load,
-        metrics=finetuning.classification_metrics,
-        selection=Selection("balanced_accuracy", finetuning.balanced_accuracy, trivial=0.5),
+        metrics=rerank_metrics,
+        selection=Selection("pair_order", lambda record: record["eval_pair_order"], trivial=0.5),
         description="is this the paragraph the question was written about? a cross-encoder that "
         "re-ranks a retriever's top 20 (pairs: each question's paragraph and BM25's best wrong "
         "ones)",
