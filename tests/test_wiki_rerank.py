@@ -90,12 +90,15 @@ def test_its_training_batches_are_not_grouped_by_length():
     whose label goes with length trains on batches in random order (the others keep grouping)."""
     from minibert.config import BertConfig
     from minibert.recipes.finetune_recipe import FinetuneOptions, _finetune_loop
+    from minibert.training import TrainOptions
 
     config = BertConfig(vocab_size=100, hidden_size=64, num_layers=1, num_heads=2,
                         intermediate_size=128)  # fmt: skip
     rerank = _finetune_loop(FinetuneOptions(task="wiki-rerank"), config, 256)
     assert rerank.group_by_length is False and tasks.get("wiki-rerank").group_by_length is False
     assert _finetune_loop(FinetuneOptions(task="wiki-qnli"), config, 256).group_by_length is True
+    kept_off = FinetuneOptions(task="wiki-qnli", train=TrainOptions(group_by_length=False))
+    assert _finetune_loop(kept_off, config, 256).group_by_length is False  # a caller's choice
 
 
 def test_the_kept_evaluation_is_chosen_by_pair_order_not_by_a_threshold():

@@ -282,7 +282,8 @@ def finetune(
 def _finetune_loop(o: FinetuneOptions, config: BertConfig, examples: int) -> TrainOptions:
     """The loop's options: the user's, with what they left None filled for this task and model
     (steps from epochs, lr by the model's size, warm-up from warmup_fraction, evaluations)."""
-    loop = dataclasses.replace(o.train, group_by_length=tasks.get(o.task).group_by_length)
+    grouped = o.train.group_by_length and tasks.get(o.task).group_by_length  # the task may refuse
+    loop = dataclasses.replace(o.train, group_by_length=grouped)
     per_epoch = examples // (loop.batch_size * loop.grad_accum_steps)
     if per_epoch < 1:
         raise ValueError(
