@@ -14,12 +14,18 @@ best wrong ones, the evaluation kept by dev pair order), with a small budget (--
 is chosen here: --lr is finetune's own default for MiniLM-sized models unless given. The haystack
 is every paragraph (7,396); the queries are wiki-qa's test questions (the held-out articles), each
 with the paragraph it was written about. BM25 ranks every paragraph; the re-ranker
-(retrieval.rerank.Reranker, the retriever 'bm25+rerank') reorders BM25's top --depth by the
-cross-encoder's log-odds. recall@1/5/20 and MRR@10 as benchmarks/retrieval.py computes them (a tie
-counts against the relevant paragraph; one the re-ranker did not return ranks past it); the
-difference is paired over the test questions: 2,000 bootstrap resamples (seeds averaged within
-each), 95% interval, and a sign-flip p-value. The cost per question is the re-ranking's wall time
-over the questions (the cross-encoder reads --depth pairs for each).
+(retrieval.rerank.Reranker, the retriever 'bm25+rerank') reorders BM25's top --depth, two ways:
+by the cross-encoder's log-odds alone (weight 1), and interpolated with the first stage's scores
+(retrieval.rerank.interpolated: each standardised over the question's candidates, then (1 - w) *
+first stage + w * cross-encoder), w chosen among WEIGHTS by MRR@10 on the dev questions for each
+seed (a tie: the smaller w; w = 0 is the first stage alone, so a cross-encoder that knows nothing
+cannot win it). Each pair's cross-encoder score is kept in the seed's folder (pair-scores.pt), so
+the pairs BM25 and the hybrid share are read once. recall@1/5/20 and MRR@10 as
+benchmarks/retrieval.py computes them (a tie counts against the relevant paragraph; one the
+re-ranker did not return ranks past it); the difference is paired over the test questions: 2,000
+bootstrap resamples (seeds averaged within each), 95% interval, and a sign-flip p-value. The cost
+per question is the cross-encoder's wall time per pair times --depth (it reads --depth pairs for
+each question).
 
 Approximate search. MiniLM's mean-pooled vectors of the 7,396 paragraphs (the index `minibert
 search minilm` keeps), and the same grown to --large vectors: each added vector is a paragraph's
@@ -58,7 +64,7 @@ from minibert.retrieval.encoders import encode
 from minibert.retrieval.hybrid import HYBRID_WEIGHT, Hybrid
 from minibert.retrieval.index import ApproximateIndex, PassageIndex, Searcher, recall_of_exact
 from minibert.retrieval.lexical import BM25
-from minibert.retrieval.rerank import RERANK_DEPTH, Reranker
+from minibert.retrieval.rerank import RERANK_DEPTH, interpolated, load_scorer
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "retrieval_rerank.json"
@@ -68,6 +74,7 @@ EF_SEARCH = (16, 32, 64, 128)  # HNSW's candidates while searching
 PROBES = (4, 8, 16, 32, 64)  # IVF's clusters searched, of about sqrt(passages)
 NOISE = 0.05  # per dimension, for the grown haystack: |noise| about 1 in 384 dimensions
 LARGE = 100_000
+WEIGHTS = tuple(i / 20 for i in range(21))  # the cross-encoder's interpolation weights tried on dev
 BUDGET = {"steps": 150, "batch_size": 16, "train_questions": None, "evaluations": 2}
 SMOKE = {
     "steps": 4,
@@ -178,35 +185,94 @@ def compared(first: torch.Tensor, second: torch.Tensor) -> dict:
     return out
 
 
-def reranked_rows(first, name: str, folders: list[Path], queries: list, depth: int) -> dict:
-    """The first stage alone and re-ranked by each seed's cross-encoder: ranks, measures, the
-    paired difference and the re-ranking's seconds per question."""
-    n, texts, relevant = (
-        len(first.passages),
-        [q.text for q in queries],
-        [q.passage for q in queries],
+def pair_scores(first, folder: Path, queries: list, depth: int) -> dict:
+    """The first stage's top depth for each query and the folder's cross-encoder score of each
+    (question, passage) pair (retrieval.rerank.load_scorer: the pair scorer Reranker orders by):
+    ids (queries, depth) in the first stage's order, their first-stage scores and pair scores, and
+    the cross-encoder's seconds per pair. Every pair's score is kept in the folder
+    (pair-scores.pt) and read back, so a pair two first stages share is read once."""
+    texts = [q.text for q in queries]
+    found = first.search(texts, min(depth, len(first.passages)))  # (queries, depth)
+    path = folder / "pair-scores.pt"
+    memo = torch.load(path) if path.is_file() else {"scores": {}, "seconds": 0.0, "pairs": 0}
+    wanted = [(q, int(i)) for q, row in zip(texts, found.ids) for i in row]
+    new = [pair for pair in dict.fromkeys(wanted) if pair not in memo["scores"]]
+    if new:
+        scorer = load_scorer(folder)
+        start = time.perf_counter()
+        scores = scorer.scores([(q, first.passages[i].text) for q, i in new], progress=True)
+        memo["seconds"] += time.perf_counter() - start
+        memo["pairs"] += len(new)
+        memo["scores"].update(zip(new, scores.tolist()))
+        torch.save(memo, path)
+    pair = torch.tensor(
+        [[memo["scores"][q, int(i)] for i in row] for q, row in zip(texts, found.ids)]
     )
-    alone = ranks_of_ranking(first.search(texts, n), n, relevant)[None]  # (1, queries)
+    return {
+        "ids": found.ids,
+        "first": found.scores,
+        "pair": pair,
+        "seconds_per_pair": memo["seconds"] / memo["pairs"],
+    }
+
+
+def ranks_at(kept: dict, weight: float, passages: int, relevant: list[int]) -> torch.Tensor:
+    """(queries,) each relevant paragraph's rank when the first stage's top depth is ordered by
+    ``interpolated`` at weight (1: the cross-encoder alone; a tie keeps the first stage's order)."""
+    scores = interpolated(kept["first"], kept["pair"], weight)  # (queries, depth)
+    order = torch.sort(scores, dim=1, descending=True, stable=True).indices
+    ranking = measures.Ranking(kept["ids"].gather(1, order), scores.gather(1, order))
+    return ranks_of_ranking(ranking, passages, relevant)
+
+
+def chosen_weight(kept: dict, passages: int, relevant: list[int]) -> tuple[float, dict]:
+    """The interpolation weight with the best dev MRR@10 among WEIGHTS (a tie: the smaller, the
+    nearer the first stage alone), and the dev MRR@10 at each."""
+    by_weight = {
+        w: float(measures.per_query(ranks_at(kept, w, passages, relevant)[None])["mrr@10"].mean())
+        for w in WEIGHTS
+    }
+    best = max(by_weight.values())
+    return min(w for w, v in by_weight.items() if v == best), by_weight
+
+
+def reranked_rows(
+    first, name: str, folders: list[Path], queries: list, dev: list, depth: int
+) -> dict:
+    """The first stage alone, re-ranked by each seed's cross-encoder, and interpolated with it at
+    the weight the dev questions chose for that seed: ranks, measures, the paired difference and
+    the re-ranking's seconds per question."""
+    n, relevant = len(first.passages), [q.passage for q in queries]
+    alone = ranks_of_ranking(first.search([q.text for q in queries], n), n, relevant)[None]
     if not folders:  # every cross-encoder trivial: the first stage alone
         return {name: {"test": mean_measures(alone), "ranks": alone.tolist()}}
-    ranks, seconds = [], []
-    for folder in folders:
-        reranker = Reranker(first, folder, depth=depth, progress=True)
-        start = time.perf_counter()
-        ranking = reranker.search(texts, min(depth, n))  # a haystack of fewer: all
-        seconds.append(time.perf_counter() - start)
-        ranks.append(ranks_of_ranking(ranking, n, relevant))
-    ranks = torch.stack(ranks)  # (seeds, queries)
-    row = {
-        "test": mean_measures(ranks),
-        "vs_first_stage": compared(alone, ranks),
-        "ms_per_question": [1000 * s / len(queries) for s in seconds],
-        "ranks": ranks.tolist(),
+    rows = {name: {"test": mean_measures(alone), "ranks": alone.tolist()}}
+    kept = [pair_scores(first, folder, queries, depth) for folder in folders]
+    ms = [1000 * k["seconds_per_pair"] * depth for k in kept]  # a question's depth pairs
+    plain = torch.stack([ranks_at(k, 1.0, n, relevant) for k in kept])  # (seeds, queries)
+    rows[f"{name} + re-rank (top {depth})"] = {
+        "test": mean_measures(plain),
+        "vs_first_stage": compared(alone, plain),
+        "ms_per_question": ms,
+        "ranks": plain.tolist(),
     }
-    return {
-        name: {"test": mean_measures(alone), "ranks": alone.tolist()},
-        f"{name} + re-rank (top {depth})": row,
+    dev_relevant = [q.passage for q in dev]
+    weights, dev_mrr, mixed = [], [], []
+    for folder, scores in zip(folders, kept):
+        weight, by_weight = chosen_weight(pair_scores(first, folder, dev, depth), n, dev_relevant)
+        weights.append(weight)
+        dev_mrr.append({f"{w:g}": round(v, 4) for w, v in by_weight.items()})
+        mixed.append(ranks_at(scores, weight, n, relevant))
+    mixed = torch.stack(mixed)
+    rows[f"{name} + interpolated re-rank (top {depth})"] = {
+        "test": mean_measures(mixed),
+        "vs_first_stage": compared(alone, mixed),
+        "weights": weights,
+        "dev_mrr@10_by_weight": dev_mrr,
+        "ms_per_question": ms,
+        "ranks": mixed.tolist(),
     }
+    return rows
 
 
 def mean_measures(ranks: torch.Tensor) -> dict:
@@ -218,6 +284,7 @@ def rerank_section(args: argparse.Namespace, passages: list, minilm) -> dict:
     """The cross-encoder trained per seed, then BM25 (and with --hybrid the hybrid) alone and
     re-ranked, on the test questions."""
     queries = corpus.wiki_queries("test", passages)[: args.limit]
+    dev = corpus.wiki_queries("dev", passages)[: args.limit]
     trained = [cross_encoder(args, seed) for seed in args.seeds]
     trivial = [kept["seed"] for _, kept in trained if kept["selection"]["trivial"]]
     folders = [folder for folder, kept in trained if not kept["selection"]["trivial"]]
@@ -229,10 +296,12 @@ def rerank_section(args: argparse.Namespace, passages: list, minilm) -> dict:
             flush=True,
         )
     bm25 = BM25.of(passages)
-    rows = reranked_rows(bm25, "BM25", folders, queries, args.depth)
+    rows = reranked_rows(bm25, "BM25", folders, queries, dev, args.depth)
     if args.hybrid:
         hybrid = Hybrid(bm25, minilm(), HYBRID_WEIGHT)
-        rows |= reranked_rows(hybrid, "hybrid: BM25 + MiniLM mean", folders, queries, args.depth)
+        rows |= reranked_rows(
+            hybrid, "hybrid: BM25 + MiniLM mean", folders, queries, dev, args.depth
+        )
     return {
         "trivial_seeds_not_reported": trivial,
         "queries": len(queries),
@@ -389,8 +458,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.only != "rerank":
         result["index"] = index_section(args, passages, minilm) | {"command": command.strip()}
     result |= {
-        "what": "BM25 alone against its top 20 re-ranked by a cross-encoder (MiniLM fine-tuned "
-        "by minibert finetune --task wiki-rerank), recall@1/5/20 and MRR@10 on the test "
+        "what": "BM25 (and with --hybrid the hybrid) alone against its top 20 re-ranked by a "
+        "cross-encoder (MiniLM fine-tuned by minibert finetune --task wiki-rerank), by its "
+        "log-odds alone and interpolated with the first stage's scores at the weight the dev "
+        "questions chose, recall@1/5/20 and MRR@10 on the test "
         "questions with paired 95% bootstrap intervals of the difference; and faiss' "
         "approximate indexes (HNSW, IVF) against exact search: recall of the exact top 10 and a "
         "query's median latency, over the 7,396 paragraphs and a haystack grown to 100,000",

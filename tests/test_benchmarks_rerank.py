@@ -6,11 +6,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import retrieval_rerank as benchmark  # noqa: E402  (benchmarks/retrieval_rerank.py)
 
-from minibert.retrieval import Passage, Query, corpus  # noqa: E402
+from minibert.retrieval import Passage, Query, Ranking, corpus  # noqa: E402
 
 PASSAGES = [Passage("Cats", 0, "the cat sat"), Passage("Dogs", 0, "a dog ran")]
 
@@ -48,7 +49,7 @@ def test_a_cross_encoder_trivial_after_every_restart_re_ranks_nothing(monkeypatc
     def no_reranker(*args, **kwargs):
         pytest.fail("a trivial cross-encoder was used to re-rank")
 
-    monkeypatch.setattr(benchmark, "Reranker", no_reranker)
+    monkeypatch.setattr(benchmark, "load_scorer", no_reranker)
     args = argparse.Namespace(seeds=[1], limit=None, depth=20, hybrid=False, model="minilm")
     section = benchmark.rerank_section(args, PASSAGES, minilm=None)
     assert ran == [1, 101, 102, 103]
@@ -56,3 +57,48 @@ def test_a_cross_encoder_trivial_after_every_restart_re_ranks_nothing(monkeypatc
     assert list(section["rows"]) == ["BM25"]  # the first stage alone: no re-ranked row
     assert section["cross_encoder"]["runs"][0]["kept"]["trivial"] is True
     assert "stayed at the trivial level on dev after 3 restarts" in capsys.readouterr().out
+
+
+class Descending:
+    """A first stage over four passages that ranks passage 3 first and passage 0 last."""
+
+    passages = [Passage("P", i, f"passage {i}") for i in range(4)]
+
+    def search(self, queries, k):
+        ids = torch.arange(3, 3 - k, -1).expand(len(queries), k)  # (queries, k)
+        return Ranking(ids, ids.double())
+
+
+class Reversing:
+    """load_scorer's stand-in: the pair score of passage i is -i, so it orders passage 0 first."""
+
+    pairs_read: list = []
+
+    def scores(self, pairs, progress):
+        Reversing.pairs_read += pairs
+        return torch.tensor([-float(passage.split()[-1]) for _, passage in pairs])
+
+
+def test_the_pair_scores_line_up_with_the_first_stage_and_are_read_back(monkeypatch, tmp_path):
+    monkeypatch.setattr(benchmark, "load_scorer", lambda folder: Reversing())
+    queries = [Query("q0", "a", 0), Query("q1", "b", 0)]
+    kept = benchmark.pair_scores(Descending(), tmp_path, queries, 4)
+    assert kept["ids"].tolist() == [[3, 2, 1, 0]] * 2  # the first stage's order
+    assert kept["first"].tolist() == [[3, 2, 1, 0]] * 2
+    assert kept["pair"].tolist() == [[-3, -2, -1, 0]] * 2  # each id's own pair score
+    assert len(Reversing.pairs_read) == 8
+    again = benchmark.pair_scores(Descending(), tmp_path, queries[:1] + [Query("q2", "c", 0)], 3)
+    assert len(Reversing.pairs_read) == 11  # only the new question's pairs are read
+    assert again["pair"].tolist() == [[-3, -2, -1]] * 2
+
+
+def test_the_weight_is_the_smallest_with_the_best_dev_mrr(monkeypatch, tmp_path):
+    monkeypatch.setattr(benchmark, "load_scorer", lambda folder: Reversing())
+    queries = [Query("q0", "a", 0)]  # its paragraph is the first stage's last, the pairs' first
+    kept = benchmark.pair_scores(Descending(), tmp_path, queries, 4)
+    weight, by_weight = benchmark.chosen_weight(kept, 4, [0])
+    # standardised, passage 0 scores 1.34 * (2w - 1) and passage 3 the opposite: first past 0.5
+    # (at 0.5 every score is 0, and a tie keeps the first stage's order: passage 0 fourth)
+    assert weight == 0.55 and by_weight[0.5] == 0.25 and by_weight[1.0] == 1.0
+    assert benchmark.ranks_at(kept, 0.0, 4, [0]).tolist() == [4]
+    assert benchmark.ranks_at(kept, weight, 4, [0]).tolist() == [1]

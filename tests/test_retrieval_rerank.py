@@ -9,7 +9,7 @@ from conftest import cli, tiny_encoder_folder, tiny_reader_folder
 from minibert.model import BertForSequenceClassification
 from minibert.retrieval import BM25, Passage, Ranking, corpus, hits, retriever_of
 from minibert.retrieval import retriever as registry
-from minibert.retrieval.rerank import LABELS, CrossEncoder, Reranker
+from minibert.retrieval.rerank import LABELS, CrossEncoder, Reranker, interpolated
 
 PASSAGES = [
     Passage("Cats", 0, "the cat sat on the mat"),
@@ -83,6 +83,38 @@ def test_a_tie_keeps_the_first_stages_order(folder):
         cross.model.classifier.bias.zero_()
     ids, scores = Reranker(Backwards(PASSAGES), cross, depth=4).search(QUESTIONS, 4)
     assert ids.tolist() == [[5, 4, 3, 2]] * 2 and not scores.any()
+
+
+def test_interpolated_standardises_each_querys_candidates_then_weighs_them():
+    first = torch.tensor([[3.0, 2.0, 1.0], [5.0, 5.0, 5.0]])  # row 2: equal scores
+    pair = torch.tensor([[0.0, 10.0, 20.0], [1.0, 2.0, 3.0]])
+    z = torch.tensor([1.0, 0.0, -1.0]) * (3 / 2) ** 0.5  # (x - mean) / population std
+    got = interpolated(first, pair, 0.25)
+    torch.testing.assert_close(got[0], (0.75 * z + 0.25 * -z).double())
+    torch.testing.assert_close(got[1], (0.25 * -z).double())  # equal scores standardise to 0
+    torch.testing.assert_close(interpolated(first[:, :1], pair[:, :1], 0.5), torch.zeros(2, 1, dtype=torch.float64))  # fmt: skip
+    with pytest.raises(ValueError, match="weight in \\[0, 1\\]"):
+        interpolated(first, pair, 1.5)
+
+
+def test_a_weight_below_one_interpolates_and_zero_keeps_the_first_stage(folder):
+    cross = CrossEncoder.load(folder)
+    backwards = Backwards(PASSAGES)
+    alone = Reranker(backwards, cross, depth=6).search(QUESTIONS, 6)
+    kept = Reranker(backwards, cross, depth=6, weight=0.0)
+    assert kept.search(QUESTIONS, 6).ids.tolist() == [[5, 4, 3, 2, 1, 0]] * 2
+    assert kept.measure == "interpolated score"
+    half = Reranker(backwards, cross, depth=6, weight=0.5).search(QUESTIONS, 6)
+    first = backwards.search(QUESTIONS, 6)
+    by_pair = torch.tensor([[by_hand(cross, q, PASSAGES[i].text) for i in row] for q, row in zip(QUESTIONS, first.ids)])  # fmt: skip
+    want = interpolated(first.scores, by_pair, 0.5)
+    for row_ids, row_scores, ids, scores in zip(half.ids, half.scores, first.ids, want):
+        best = scores.argsort(descending=True, stable=True)
+        assert row_ids.tolist() == ids[best].tolist()
+        torch.testing.assert_close(row_scores, scores[best], atol=1e-3, rtol=0)
+    assert alone.ids.tolist() != [[5, 4, 3, 2, 1, 0]] * 2  # the pair scorer alone reorders
+    with pytest.raises(ValueError, match="weight must be in \\[0, 1\\]"):
+        Reranker(backwards, cross, weight=-0.1)
 
 
 def test_a_folder_that_is_no_reranker_is_refused_in_one_line(folder, tmp_path):

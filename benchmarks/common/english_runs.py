@@ -27,8 +27,13 @@ VOCAB = RUNS / "vocab"  # the candidates' one vocabulary
 
 def load_state(name: str, tok: BertTokenizer) -> torch.nn.Module:
     """A candidate's model as its run left it (guided heads and all, as its own evaluations ran)."""
-    state = torch.load(RUNS / name / RUN_FOLDER / "training_state.pt", weights_only=False)
-    recipe = json.loads((RUNS / name / RUN_FOLDER / "recipe.json").read_text())
+    return load_paused(RUNS / name, tok)
+
+
+def load_paused(folder: Path, tok: BertTokenizer) -> torch.nn.Module:
+    """The model of a `minibert pretrain` run in folder as its last saved state left it."""
+    state = torch.load(folder / RUN_FOLDER / "training_state.pt", weights_only=False)
+    recipe = json.loads((folder / RUN_FOLDER / "recipe.json").read_text())
     config = BertConfig.preset(
         recipe["preset"], vocab_size=len(tok.vocab), max_position_embeddings=recipe["max_len"]
     )

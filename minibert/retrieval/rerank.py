@@ -5,6 +5,7 @@ fast; the cross-encoder, which sees both texts at once, orders them.
 
     reranker = Reranker(BM25.of(passages), "runs/rerank", depth=20)   # a wiki-rerank folder
     reranker.search(["who built the tower?"], k=5)   # Ranking(ids, scores): the one interface
+    Reranker(BM25.of(passages), "runs/rerank", weight=0.3)  # 0.7 BM25 + 0.3 cross-encoder
     retriever_of("bm25+rerank", reranker="runs/rerank")   # the same by its registered name
     retriever_of("hybrid+rerank", reranker="runs/rerank")  # the hybrid's top 20, re-ranked
 
@@ -12,7 +13,12 @@ The folder is one ``minibert finetune --task wiki-rerank`` wrote (``tasks.wiki_r
 BertForSequenceClassification with the labels LABELS, trained on each training question's
 paragraph against BM25's best-ranked wrong paragraphs. A passage's score is the classifier's
 log-odds of 'relevant' (its two logits' difference; a probability near 1 would tie in float32);
-a tie keeps the first stage's order. Unlike a bi-encoder, nothing is indexed: every (question,
+a tie keeps the first stage's order. By default the cross-encoder's order replaces the first
+stage's; with a weight below 1 the two are interpolated as the hybrid composes two retrievers
+(``interpolated``: each query's first-stage scores and pair scores standardised over its
+candidates, then (1 - weight) * first + weight * pair scorer; weight 0 is the first stage alone),
+so that a cross-encoder trained on little keeps the first stage's order where it knows little
+(the weight chosen on the dev questions: benchmarks/retrieval_rerank.py). Unlike a bi-encoder, nothing is indexed: every (question,
 passage) pair is read anew, which is why it re-ranks a few. ``search(queries, k)`` reads the first
 stage's max(k, depth) best, so that every score it returns is the cross-encoder's (k = every
 passage, as the hybrid asks, reads them all: slow); ``rerank(queries, first, k)`` orders a first
@@ -56,6 +62,7 @@ __all__ = [
     "Reranker",
     "SentenceEntailment",
     "default_reranker",
+    "interpolated",
     "load_scorer",
     "reranker_command",
 ]
@@ -278,10 +285,30 @@ def load_scorer(folder: str | Path) -> PairScorer:
     return CrossEncoder.of(folder, model)
 
 
+def interpolated(first: torch.Tensor, pair: torch.Tensor, weight: float) -> torch.Tensor:
+    """(queries, n) scores: each query's first-stage scores and pair scores over its n candidates,
+    each standardised over the n (so neither's scale decides; a row of one candidate, or of
+    equal scores, standardises to 0), then (1 - weight) * first + weight * pair. weight 1 orders
+    by the pair scorer alone, 0 keeps the first stage's order."""
+    if first.shape != pair.shape or first.dim() != 2 or not 0 <= weight <= 1:
+        raise ValueError(
+            f"first and pair must be alike (queries, n) scores and weight in [0, 1], got "
+            f"{tuple(first.shape)}, {tuple(pair.shape)} and {weight}"
+        )
+
+    def z(scores: torch.Tensor) -> torch.Tensor:
+        scores = scores.double()
+        centred = scores - scores.mean(1, keepdim=True)
+        return centred / scores.std(1, correction=0, keepdim=True).clamp(min=1e-12)
+
+    return (1 - weight) * z(first) + weight * z(pair)
+
+
 class Reranker:
     """A first-stage retriever's max(k, depth) best passages for each query, ordered again by a
-    pair scorer (a CrossEncoder or a SentenceEntailment, or a folder holding one: ``load_scorer``):
-    search(queries, k) -> Ranking. measure: the scorer's."""
+    pair scorer (a CrossEncoder or a SentenceEntailment, or a folder holding one: ``load_scorer``)
+    or, with weight below 1, by the two interpolated (``interpolated``): search(queries, k) ->
+    Ranking. measure: the scorer's, or 'interpolated score'."""
 
     def __init__(
         self,
@@ -290,21 +317,26 @@ class Reranker:
         depth: int = RERANK_DEPTH,
         batch_size: int = 64,
         progress: bool = False,
+        weight: float = 1.0,
     ):
         for name, value in (("depth", depth), ("batch_size", batch_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= 1:
+            raise ValueError(
+                f"the re-ranker's weight must be in [0, 1] (1: the pair scorer alone), got {weight!r}"
+            )
         if not isinstance(cross_encoder, CrossEncoder | SentenceEntailment):
             cross_encoder = load_scorer(cross_encoder)
         self.first, self.cross_encoder, self.depth = first, cross_encoder, depth
-        self.batch_size, self.progress = batch_size, progress
+        self.batch_size, self.progress, self.weight = batch_size, progress, float(weight)
         self.passages = first.passages
 
     @property
     def measure(self) -> str:
         """What a score is: the pair scorer's ('cross-encoder log-odds' or 'entailment
-        probability')."""
-        return self.cross_encoder.measure
+        probability'), or 'interpolated score' with a weight below 1."""
+        return self.cross_encoder.measure if self.weight == 1 else "interpolated score"
 
     def search(self, queries: Sequence[str], k: int) -> Ranking:
         """Each query's k best passages by the pair scorer, best first, among the first stage's
@@ -316,11 +348,14 @@ class Reranker:
 
     def rerank(self, queries: Sequence[str], first: Ranking, k: int) -> Ranking:
         """A first stage's Ranking (queries, n), each query's n passages ordered again by the pair
-        scorer and cut to its k best (a tie keeps the first stage's order): Ranking (queries, k)."""
+        scorer (or, with a weight below 1, by ``interpolated``) and cut to its k best (a tie keeps
+        the first stage's order): Ranking (queries, k)."""
         queries, ids = list(queries), first.ids.long()  # (queries, n)
         check_top_k(k, ids.shape[1], "passages re-ranked")
         pairs = [(q, self.passages[int(i)].text) for q, row in zip(queries, ids) for i in row]
         scores = self.cross_encoder.scores(pairs, self.batch_size, self.progress)
         scores = scores.view(ids.shape)  # (queries, n)
+        if self.weight < 1:
+            scores = interpolated(first.scores, scores, self.weight)
         order = torch.sort(scores, dim=1, descending=True, stable=True).indices[:, :k]
         return Ranking(ids.gather(1, order), scores.gather(1, order))
