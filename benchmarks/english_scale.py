@@ -162,6 +162,7 @@ def collect(stop_after: int, threads: int) -> dict:
         folder = folder_of(fraction) / RUN_FOLDER
         tok = BertTokenizer.from_pretrained(folder)
         model = load_paused(folder_of(fraction), tok)
+        model = getattr(model, "model", model)  # its BertForPreTraining (guided layer 0 inside)
         docs = share_of_documents(train, fraction) if fraction < 1 else train
         texts = [s for d in docs for s in d.sentences]
         trigram = mp.judge(
@@ -278,15 +279,15 @@ def main() -> None:
     parser.add_argument("--fractions", type=float, nargs="+", default=list(FRACTIONS))
     parser.add_argument("--stop-after", type=int, default=STOP_AFTER)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=RESULTS / "english_scale.json")
     args = parser.parse_args()
     if args.stage == "pretrain":
         pretrain(args.fractions, args.stop_after, args.threads)
         return
     results = collect(args.stop_after, args.threads)
-    out = RESULTS / "english_scale.json"
-    out.write_text(json.dumps(results, indent=1) + "\n")
-    plot(results, RESULTS / "english_scale.png")
-    print(f"wrote {out}")
+    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    plot(results, args.out.with_suffix(".png"))
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -32,7 +32,9 @@ MiniLM, each compared with where it started too: the contrastive row, MiniLM off
 --end-to-end fine-tunes a MiniLM wiki-qa reader once (kept in --cache) and measures open_qa.Asker
 on the test questions against the reader given the gold paragraph (SQuAD exact match and F1).
 Passage vectors are kept in --cache by encoder fingerprint, so a
-rerun re-encodes nothing; the timings are those of the run that encoded. Writes
+rerun re-encodes nothing; the timings are those of the run that encoded. A fine-tuning that an
+earlier run finished with the same settings is read back from --cache (``trained_before``), so an
+interrupted row resumes at its first unfinished run. Writes
 benchmarks/results/retrieval.json and retrieval.png.
 """
 
@@ -342,15 +344,35 @@ def finetuned(
     start_from = "" if model == "course" else f"{model}-"  # old names kept
     hard = f"-hard{loop['hard_negatives']}" if loop.get("hard_negatives") else ""
     out = vectors.cache / "finetuned" / f"{start_from}{task}{hard}-lr{lr:g}-seed{seed}"
-    before, start = load(), time.perf_counter()
-    result = recipes.finetune(out, model=model, task=task, lr=lr, seed=seed,
-                              eval_every=loop["steps"], overwrite=True, progress=False, **loop)  # fmt: skip
-    trained = time.perf_counter() - start
+    settings = {"model": model, "task": task, "lr": lr, "seed": seed} | loop
+    kept = trained_before(out, settings)
+    if kept is None:
+        before, start = load(), time.perf_counter()
+        result = recipes.finetune(out, model=model, task=task, lr=lr, seed=seed,
+                                  eval_every=loop["steps"], overwrite=True, progress=False, **loop)  # fmt: skip
+        trained, history = time.perf_counter() - start, result.history
+        loads = [before, load()]
+    else:  # an earlier run of these settings, read back (its training time from its results)
+        trained, history, loads = kept["seconds"], kept["history"], None
     got = dense_row(vectors, encoders.load_encoder(out), "mean", queries)
-    got["seconds"] |= {"training": trained, "training_load_average": [before, load()]}
-    losses = [h["train_loss"] for h in result.history if "train_loss" in h]
+    got["seconds"] |= {"training": trained, "training_load_average": loads}
+    losses = [h["train_loss"] for h in history if "train_loss" in h]
     got["loss_first_last"] = [losses[0], losses[-1]] if losses else None
     return got
+
+
+def trained_before(out: Path, settings: dict) -> dict | None:
+    """A finished fine-tuning in out with these settings (its results.json's options agree with
+    every one): its training seconds and history, so that an interrupted benchmark resumes at the
+    first run it had not finished; None when there is none."""
+    try:
+        results = json.loads((out / "results.json").read_text())
+        history = json.loads((out / "history.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if any(results.get("options", {}).get(k) != v for k, v in settings.items()):
+        return None
+    return {"seconds": results.get("seconds"), "history": history}
 
 
 def contrastive(

@@ -75,3 +75,18 @@ def test_a_hard_negative_row_trains_with_one_bm25_negative_and_is_compared_with_
     assert abs(row["vs_start"]["mrr@10"]["difference"] - (1 - 1 / 3)) < 1e-9  # rank 3 -> rank 1
     added = result["added_rows"]["MiniLM mean, contrastive with a BM25 negative"]
     assert added["command"] == "python benchmarks/retrieval.py --only hard-minilm"
+
+
+def test_a_finished_fine_tuning_is_read_back_only_when_every_setting_agrees(tmp_path):
+    import json
+
+    settings = {"model": "minilm", "task": "wiki-search", "lr": 3e-5, "seed": 1, "steps": 100}
+    assert benchmark.trained_before(tmp_path, settings) is None  # nothing there
+    options = settings | {"batch_size": 32}
+    (tmp_path / "results.json").write_text(json.dumps({"options": options, "seconds": 12.5}))
+    assert benchmark.trained_before(tmp_path, settings) is None  # no history: not finished
+    (tmp_path / "history.json").write_text(json.dumps([{"step": 1, "train_loss": 2.0}]))
+    kept = benchmark.trained_before(tmp_path, settings)
+    assert kept == {"seconds": 12.5, "history": [{"step": 1, "train_loss": 2.0}]}
+    assert benchmark.trained_before(tmp_path, settings | {"seed": 2}) is None
+    assert benchmark.trained_before(tmp_path, settings | {"hard_negatives": 1}) is None

@@ -501,6 +501,46 @@ def minimal_pairs(data: dict) -> Section:
     )
 
 
+def english_scale(data: dict) -> Section:
+    def interval(values: list[float]) -> str:
+        return f"{100 * values[0]:+.1f} [{100 * values[1]:+.1f}, {100 * values[2]:+.1f}]"
+
+    points = [(f"{name} of the words", run) for name, run in data["runs"].items()]
+    points.append((f"{data['checkpoint']['name']} (all, 30,000 steps)", data["checkpoint"]))
+    rows = [
+        [name, f"{run['words']:,}", f"{run['steps']:,}", pct(run["mask"]["model"]),
+         pct(run["mask"]["ngram"]), interval(run["mask"]["minus_ngram"]),
+         pct(run["minimal_pairs"]["accuracy"]["overall"][0]), pct(run["trigram"]),
+         interval(run["minimal_pairs"]["minus_trigram"])]
+        for name, run in points
+    ]  # fmt: skip
+    return Section(
+        "How much text: the data-scale curve",
+        f"The english recipe on a share of the english corpus's training words, every run paused "
+        f"at step {data['stop_after']:,} of its 30,000-step schedule (the same steps, so a smaller "
+        "share is read more times over), each with a vocabulary trained on its own share. [MASK] "
+        "top-1 on the held-out Wikipedia articles beside the n-gram table of the same words at the "
+        f"same positions; the {data['pairs']:,} minimal pairs beside a word trigram of the same "
+        "words; differences in points with 95% paired bootstrap intervals. The finished "
+        "checkpoint is measured the same way, beside the curve.",
+        "python benchmarks/english_scale.py pretrain; python benchmarks/english_scale.py collect",
+        table(
+            [
+                "run",
+                "words",
+                "steps",
+                "[MASK] top-1",
+                "n-gram",
+                "minus n-gram",
+                "minimal pairs",
+                "trigram",
+                "minus trigram",
+            ],
+            rows,
+        ),  # fmt: skip
+    )
+
+
 def pretraining_scale(data: dict) -> Section:
     rows = []
     for fraction, run in sorted(data["runs"].items(), key=lambda kv: float(kv[0])):
@@ -1004,6 +1044,7 @@ SECTIONS: dict[str, Callable[[dict], Section]] = {
     "pretraining_scale.json": pretraining_scale,
     "english_corpus.json": english_corpus,
     "minimal_pairs.json": minimal_pairs,
+    "english_scale.json": english_scale,
     "english_recipes.json": english_recipes,
     "english_recipes_4500.json": english_recipes,
     "nsp_continuation.json": nsp_continuation,
