@@ -1016,6 +1016,8 @@ def retrieval_rerank(data: dict) -> Section:
         rows = []
         for name, row in rerank["rows"].items():
             gap = row.get("vs_first_stage", {}).get("mrr@10")
+            if "weights" in row:  # the cross-encoder's weight each seed's dev questions chose
+                name += f" (weight {', '.join(f'{w:g}' for w in row['weights'])}, chosen on dev)"
             rows.append(
                 [name] + [num(row["test"][m]) for m in ("recall@1", "recall@5", "mrr@10")]
                 + [signed_interval(gap) if gap else "-"]
