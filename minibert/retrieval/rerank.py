@@ -18,8 +18,8 @@ stage's; with a weight below 1 the two are interpolated as the hybrid composes t
 (``interpolated``: each query's first-stage scores and pair scores standardised over its
 candidates, then (1 - weight) * first + weight * pair scorer; weight 0 is the first stage alone),
 so that a cross-encoder trained on little keeps the first stage's order where it knows little
-(the weight chosen on the dev questions: benchmarks/retrieval_rerank.py). Unlike a bi-encoder, nothing is indexed: every (question,
-passage) pair is read anew, which is why it re-ranks a few. ``search(queries, k)`` reads the first
+(the weight chosen on the dev questions: benchmarks/retrieval_rerank.py). Unlike a bi-encoder,
+nothing is indexed: every (question, passage) pair is read anew, which is why it re-ranks a few. ``search(queries, k)`` reads the first
 stage's max(k, depth) best, so that every score it returns is the cross-encoder's (k = every
 passage, as the hybrid asks, reads them all: slow); ``rerank(queries, first, k)`` orders a first
 stage's ranking already in hand (``open_qa`` keeps the first stage's scores over the corpus).
