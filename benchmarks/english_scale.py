@@ -148,7 +148,8 @@ def collect(stop_after: int, threads: int) -> dict:
         "Wikipedia articles beside the n-gram table of the same words, and minimal-pair accuracy "
         "(PLL, ties wrong) beside a word trigram of the same words; 95% paired bootstrap "
         "intervals",
-        "command": "python benchmarks/english_scale.py pretrain; python benchmarks/english_scale.py collect",
+        "command": "python benchmarks/english_scale.py pretrain; "
+        "python benchmarks/english_scale.py collect",
         "stop_after": stop_after,
         "pairs": len(pairs),
         "machine": f"{platform.machine()}, {threads} thread(s), torch {torch.__version__}",

@@ -19,9 +19,10 @@ stage's; with a weight below 1 the two are interpolated as the hybrid composes t
 candidates, then (1 - weight) * first + weight * pair scorer; weight 0 is the first stage alone),
 so that a cross-encoder trained on little keeps the first stage's order where it knows little
 (the weight chosen on the dev questions: benchmarks/retrieval_rerank.py). Unlike a bi-encoder,
-nothing is indexed: every (question, passage) pair is read anew, which is why it re-ranks a few. ``search(queries, k)`` reads the first
-stage's max(k, depth) best, so that every score it returns is the cross-encoder's (k = every
-passage, as the hybrid asks, reads them all: slow); ``rerank(queries, first, k)`` orders a first
+nothing is indexed: every (question, passage) pair is read anew, which is why it re-ranks a few.
+``search(queries, k)`` reads the first stage's max(k, depth) best, so that every score it returns
+is the cross-encoder's (k = every passage, as the hybrid asks, reads them all: slow);
+``rerank(queries, first, k)`` orders a first
 stage's ranking already in hand (``open_qa`` keeps the first stage's scores over the corpus).
 
 The re-ranker reads its pairs through one of two pair scorers, told apart by the folder's labels
@@ -324,7 +325,8 @@ class Reranker:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= 1:
             raise ValueError(
-                f"the re-ranker's weight must be in [0, 1] (1: the pair scorer alone), got {weight!r}"
+                "the re-ranker's weight must be in [0, 1] (1: the pair scorer alone), got "
+                f"{weight!r}"
             )
         if not isinstance(cross_encoder, CrossEncoder | SentenceEntailment):
             cross_encoder = load_scorer(cross_encoder)
