@@ -22,8 +22,8 @@ so that a cross-encoder trained on little keeps the first stage's order where it
 nothing is indexed: every (question, passage) pair is read anew, which is why it re-ranks a few.
 ``search(queries, k)`` reads the first stage's max(k, depth) best, so that every score it returns
 is the cross-encoder's (k = every passage, as the hybrid asks, reads them all: slow);
-``rerank(queries, first, k)`` orders a first
-stage's ranking already in hand (``open_qa`` keeps the first stage's scores over the corpus).
+``rerank(queries, first, k)`` orders a first stage's ranking already in hand (``open_qa`` keeps
+the first stage's scores over the corpus).
 
 The re-ranker reads its pairs through one of two pair scorers, told apart by the folder's labels
 (``load_scorer``), and orders them the same way:
