@@ -10,8 +10,11 @@ re-ranked by a cross-encoder, and faiss' approximate indexes (HNSW, IVF) against
 Re-ranking. The cross-encoder is trained by the recipe users run, `minibert finetune --model
 minilm --task wiki-rerank` (recipes.finetune: each training question's paragraph against BM25's 3
 best wrong ones, the evaluation kept by dev pair order), with a small budget (--steps,
---batch-size, --lr; its folder kept in --cache by its settings and read back on a rerun). No rate
-is chosen here: --lr is finetune's own default for MiniLM-sized models unless given. The haystack
+--batch-size; its folder kept in --cache by its settings and read back on a rerun). Its rate is
+chosen on dev as the fine-tuning grid chooses (common/restarts.py): the choosing seed (0, never
+reported) trains at each of RATES, and the best dev pair order wins (recipes.choose_lr: a tie to
+the lower dev loss, then the smaller rate; a best rate at the grid's edge adds the next beyond it,
+twice at most); the reported seeds train at it (--lr gives a rate instead). The haystack
 is every paragraph (7,396); the queries are wiki-qa's test questions (the held-out articles), each
 with the paragraph it was written about. BM25 ranks every paragraph; the re-ranker
 (retrieval.rerank.Reranker, the retriever 'bm25+rerank') reorders BM25's top --depth, two ways:
@@ -46,6 +49,7 @@ import argparse
 import functools
 import hashlib
 import json
+import math
 import os
 import platform
 import re
@@ -59,6 +63,7 @@ from common import restarts
 
 import minibert
 from minibert import paired_statistics, recipes
+from minibert.recipes.sweep_recipe import Trial, choose_lr
 from minibert.retrieval import corpus, measures
 from minibert.retrieval.encoders import encode
 from minibert.retrieval.hybrid import HYBRID_WEIGHT, Hybrid
@@ -74,6 +79,11 @@ EF_SEARCH = (16, 32, 64, 128)  # HNSW's candidates while searching
 PROBES = (4, 8, 16, 32, 64)  # IVF's clusters searched, of about sqrt(passages)
 NOISE = 0.05  # per dimension, for the grown haystack: |noise| about 1 in 384 dimensions
 LARGE = 100_000
+RATES = (
+    2.5e-5,
+    5e-5,
+    1e-4,
+)  # the cross-encoder's rates tried on dev: finetune's MiniLM default, x/2
 WEIGHTS = tuple(i / 20 for i in range(21))  # the cross-encoder's interpolation weights tried on dev
 BUDGET = {"steps": 150, "batch_size": 16, "train_questions": None, "evaluations": 2}
 SMOKE = {
@@ -132,16 +142,46 @@ def cross_encoder(args: argparse.Namespace, seed: int) -> tuple[Path, dict]:
     return folder, report | {"kept": kept.as_dict()}
 
 
-def trained_cross_encoder(args: argparse.Namespace, seed: int) -> tuple[Path, dict]:
-    """The folder `minibert finetune --task wiki-rerank` trains with these settings and seed, kept
-    in the cache by them (read back when there), and what its training reported."""
+def chosen_rate(args: argparse.Namespace) -> dict:
+    """The rate the reported seeds train at: --lr when given; otherwise each of RATES trained at
+    the choosing seed (restarts.CHOOSING_SEED, never reported) and the best dev pair order kept
+    (recipes.choose_lr, widening a grid whose best is at its edge). The rate, and every trial."""
+    if args.lr is not None:
+        return {"lr": args.lr, "chosen_on_dev": False}
+
+    def trial(lr: float) -> Trial:
+        _, kept = trained_cross_encoder(args, restarts.CHOOSING_SEED, lr)
+        print(f"cross-encoder lr {lr:g}: dev pair order {kept['dev_pair_order']:.3f}", flush=True)
+        return Trial(lr, kept["dev_pair_order"], kept["dev_loss"])
+
+    swept = choose_lr(trial, RATES, measure="pair_order", widen=2)
+    return {
+        "lr": swept.chosen.lr,
+        "chosen_on_dev": True,
+        "seed": restarts.CHOOSING_SEED,
+        "trials": [
+            {"lr": t.lr, "dev_pair_order": t.measure, "dev_loss": t.loss}
+            for t in sorted(swept.trials, key=lambda t: t.lr)
+        ],
+        "widened": swept.widened,
+        "at_edge": swept.at_edge,
+    }
+
+
+def trained_cross_encoder(
+    args: argparse.Namespace, seed: int, lr: float | None = None
+) -> tuple[Path, dict]:
+    """The folder `minibert finetune --task wiki-rerank` trains with these settings, seed and rate
+    (default: args.lr), kept in the cache by them (read back when there), and what its training
+    reported: its kept dev pair order and dev loss among them."""
+    lr = args.lr if lr is None else lr
     settings = {
         "model": args.model,
         "task": "wiki-rerank",
         "steps": args.steps,
         "seed": seed,
         "batch_size": args.batch_size,
-        "lr": args.lr,
+        "lr": lr,
         "max_length": args.max_length,
         "train_examples": args.train_questions,
         "evaluations": args.evaluations,
@@ -157,6 +197,11 @@ def trained_cross_encoder(args: argparse.Namespace, seed: int) -> tuple[Path, di
     kept = {"seed": seed} | {k: results[k] for k in ("selection", "seconds", "train_size")}
     kept["test_pairs"] = {k: results["test"][k] for k in ("accuracy", "balanced_accuracy")}
     kept["dev_pair_order"] = results["selection"]["value"]
+    history = json.loads((folder / "history.json").read_text())
+    step = results["selection"]["step"]
+    kept["dev_loss"] = next(
+        (h["eval_loss"] for h in history if h.get("step") == step and "eval_loss" in h), math.nan
+    )
     kept["options"] = {
         k: results["options"].get(k)
         for k in ("steps", "lr", "batch_size", "max_length", "group_by_length")
@@ -285,6 +330,8 @@ def rerank_section(args: argparse.Namespace, passages: list, minilm) -> dict:
     re-ranked, on the test questions."""
     queries = corpus.wiki_queries("test", passages)[: args.limit]
     dev = corpus.wiki_queries("dev", passages)[: args.limit]
+    rate = chosen_rate(args)
+    args = argparse.Namespace(**vars(args) | {"lr": rate["lr"]})  # the reported seeds' rate
     trained = [cross_encoder(args, seed) for seed in args.seeds]
     trivial = [kept["seed"] for _, kept in trained if kept["selection"]["trivial"]]
     folders = [folder for folder, kept in trained if not kept["selection"]["trivial"]]
@@ -309,6 +356,7 @@ def rerank_section(args: argparse.Namespace, passages: list, minilm) -> dict:
         "cross_encoder": {
             "command": f"minibert finetune --model {args.model} --task wiki-rerank",
             "seeds": list(args.seeds),
+            "rate": rate,
             "runs": [kept for _, kept in trained],
         },
         "rows": rows,
@@ -420,7 +468,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=BUDGET["steps"])
     parser.add_argument("--batch-size", type=int, default=BUDGET["batch_size"])
     parser.add_argument(
-        "--lr", type=float, default=None, help="default: finetune's for the model's size"
+        "--lr", type=float, default=None, help="this rate (default: chosen on dev among RATES)"
     )
     parser.add_argument(
         "--max-length", type=int, default=None, help="pair pieces (default: the task's)"

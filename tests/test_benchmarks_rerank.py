@@ -2,6 +2,7 @@
 pair) is restarted by the grid's rule, and one that stays there re-ranks nothing in the results."""
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -50,13 +51,75 @@ def test_a_cross_encoder_trivial_after_every_restart_re_ranks_nothing(monkeypatc
         pytest.fail("a trivial cross-encoder was used to re-rank")
 
     monkeypatch.setattr(benchmark, "load_scorer", no_reranker)
-    args = argparse.Namespace(seeds=[1], limit=None, depth=20, hybrid=False, model="minilm")
+    args = argparse.Namespace(
+        seeds=[1], limit=None, depth=20, hybrid=False, model="minilm", lr=5e-5
+    )
     section = benchmark.rerank_section(args, PASSAGES, minilm=None)
     assert ran == [1, 101, 102, 103]
     assert section["trivial_seeds_not_reported"] == [1]
     assert list(section["rows"]) == ["BM25"]  # the first stage alone: no re-ranked row
     assert section["cross_encoder"]["runs"][0]["kept"]["trivial"] is True
     assert "stayed at the trivial level on dev after 3 restarts" in capsys.readouterr().out
+
+
+def fake_trials(pair_order: dict[float, float], ran: list):
+    """trained_cross_encoder's stand-in for the rate trials: each rate's dev pair order."""
+
+    def train(args, seed, lr=None):
+        ran.append((seed, lr))
+        return Path(f"/nowhere/{lr}"), {"dev_pair_order": pair_order[lr], "dev_loss": 0.5}
+
+    return train
+
+
+def test_the_rate_is_the_choosing_seeds_best_dev_pair_order_and_an_edge_widens(monkeypatch):
+    ran: list = []
+    orders = {2.5e-5: 0.60, 5e-5: 0.62, 1e-4: 0.70, 2e-4: 0.66}  # best at the top edge, then inside
+    monkeypatch.setattr(benchmark, "trained_cross_encoder", fake_trials(orders, ran))
+    rate = benchmark.chosen_rate(argparse.Namespace(lr=None))
+    assert ran == [(0, 2.5e-5), (0, 5e-5), (0, 1e-4), (0, 2e-4)]  # seed 0 only; one rate added
+    assert rate["lr"] == 1e-4 and rate["chosen_on_dev"] and rate["seed"] == 0
+    assert rate["widened"] == [2e-4] and not rate["at_edge"]
+    assert [t["dev_pair_order"] for t in rate["trials"]] == [0.60, 0.62, 0.70, 0.66]
+
+
+def test_a_given_rate_trains_no_trial(monkeypatch):
+    monkeypatch.setattr(benchmark, "trained_cross_encoder", fake_trials({}, ran := []))
+    assert benchmark.chosen_rate(argparse.Namespace(lr=3e-5)) == {
+        "lr": 3e-5,
+        "chosen_on_dev": False,
+    }
+    assert ran == []
+
+
+def test_a_cached_cross_encoder_is_read_back_with_its_kept_dev_loss(monkeypatch, tmp_path):
+    args = argparse.Namespace(
+        model="minilm", steps=4, batch_size=8, lr=5e-5, max_length=None,
+        train_questions=16, evaluations=2, cache=tmp_path, threads=1,
+    )  # fmt: skip
+    results = {
+        "selection": {"step": 4, "value": 0.61, "trivial": False},
+        "seconds": 1.0,
+        "train_size": 16,
+        "test": {"accuracy": 0.7, "balanced_accuracy": 0.6},
+        "options": {"steps": 4, "lr": 1e-4, "batch_size": 8},
+    }
+    history = [{"step": 2, "eval_loss": 0.9}, {"step": 3}, {"step": 4, "eval_loss": 0.4}]
+    made = []
+
+    def finetune(folder, **kwargs):
+        made.append(folder)
+        folder.mkdir(parents=True)
+        (folder / "results.json").write_text(json.dumps(results))
+        (folder / "history.json").write_text(json.dumps(history))
+
+    monkeypatch.setattr(benchmark.recipes, "finetune", finetune)
+    first, kept = benchmark.trained_cross_encoder(args, 1, lr=1e-4)
+    again, kept_again = benchmark.trained_cross_encoder(args, 1, lr=1e-4)
+    assert made == [first] and again == first  # trained once, read back after
+    assert kept["dev_loss"] == 0.4 and kept["dev_pair_order"] == 0.61 and kept == kept_again
+    other, _ = benchmark.trained_cross_encoder(args, 1, lr=5e-5)  # another rate: its own folder
+    assert other != first and made == [first, other]
 
 
 class Descending:
