@@ -74,6 +74,7 @@ def fake_trials(pair_order: dict[float, float], ran: list):
 
 def test_the_rate_is_the_choosing_seeds_best_dev_pair_order_and_an_edge_widens(monkeypatch):
     ran: list = []
+    monkeypatch.setattr(benchmark, "RATES", (2.5e-5, 5e-5, 1e-4))
     orders = {2.5e-5: 0.60, 5e-5: 0.62, 1e-4: 0.70, 2e-4: 0.66}  # best at the top edge, then inside
     monkeypatch.setattr(benchmark, "trained_cross_encoder", fake_trials(orders, ran))
     rate = benchmark.chosen_rate(argparse.Namespace(lr=None))

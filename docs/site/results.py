@@ -985,6 +985,28 @@ def class_at_once(data: dict) -> Section:
     )
 
 
+def cross_encoder_line(cross: dict) -> str:
+    """The cross-encoder's seeds, its rate and how the rate was chosen, as a sentence."""
+    seeds = ", ".join(
+        f"{run['kept']['seed']} (its restart {run['kept']['kept']} kept)"
+        if "kept" in run and run["kept"]["kept"] != run["kept"]["seed"]
+        else str(run["seed"])
+        for run in cross["runs"]
+    )
+    rate = cross.get("rate")
+    if rate is None:
+        return f"\n\nThe cross-encoder: `{cross['command']}`, seeds {seeds}."
+    chosen = (
+        "chosen on dev by seed "
+        f"{rate['seed']} (not reported) among "
+        + ", ".join(f"{t['lr']:g} ({t['dev_pair_order']:.3f})" for t in rate["trials"])
+        + ", by dev pair order"
+        if rate["chosen_on_dev"]
+        else "given"
+    )
+    return f"\n\nThe cross-encoder: `{cross['command']}`, seeds {seeds}, rate {rate['lr']:g}, {chosen}."
+
+
 def retrieval_rerank(data: dict) -> Section:
     parts = []
     index = data.get("index")
@@ -1025,6 +1047,7 @@ def retrieval_rerank(data: dict) -> Section:
         parts.append(
             f"### Re-ranking the first stage's top {rerank['depth']}\n\n"
             + table(["retriever", "recall@1", "recall@5", "MRR@10", "minus the first stage"], rows)
+            + cross_encoder_line(rerank["cross_encoder"])
         )
     else:
         parts.append(data.get("rerank_not_reported", "No re-ranking measured in this file."))
