@@ -206,3 +206,40 @@ def test_the_grid_reports_seeds_that_did_not_choose_the_rate_and_restarts_a_coll
     assert row["restarted"] == 1 and row["trivial"] == 0
     assert [s["kept"] for s in row["seeds"]] == [101, 2]
     assert restarts.CHOOSING_SEED not in restarts.REPORTED_SEEDS
+
+
+def test_a_fresh_clone_reads_restarts_left_out_without_their_test_predictions(
+    tmp_path, monkeypatch
+):
+    """The results file keeps test predictions only for the runs the table reports; seeded from it,
+    a cell whose seed was restarted (seed 1 -> 101) or whose restarts all stayed trivial (seed 2)
+    reads back whole with --cached-only: the restarts are judged on dev, and only the kept runs
+    need their predictions."""
+    monkeypatch.setattr(grid.tasks, "get", lambda name: _FakeTask())
+    dev = {0: 0.8, 1: 0.5, 101: 0.72, 2: 0.5, 201: 0.5, 202: 0.5, 203: 0.5}
+    model = grid.Model("fake", "course", rates=(3e-4, 1e-3, 3e-3))
+    job = grid.Job("fake-task", model, 64, tmp_path / "cache", tmp_path)
+    kept = {job.key(1e-3, 101), job.key(1e-3, 2)}
+    cache = grid.RunCache(job.cache)
+    for lr in model.rates:
+        for seed, measure in dev.items():
+            if seed == 0 or lr == 1e-3:
+                run = {"dev_selection": measure - (0.1 if lr != 1e-3 else 0.0), "dev_loss": 0.5}
+                run |= {"test": {"accuracy": measure - 0.05}, "data_version": 1}
+                key = job.key(lr, seed)
+                cache.write(key, run | ({"test_predictions": [seed]} if key in kept else {}))
+
+    def fine_tune(job, lr, seed):
+        raise AssertionError(f"nothing should run, ran {lr} {seed}")
+
+    for cached_only in (True, False):
+        job = grid.Job(
+            "fake-task", model, 64, tmp_path / "cache", tmp_path, cached_only=cached_only
+        )
+        row, _ = grid.cell(job, fine_tune)
+        assert row["runs"] == sorted(kept)
+        assert [(s["kept"], s["trivial"], s["complete"]) for s in row["seeds"]] == [
+            (101, False, True),
+            (2, True, True),
+        ]
+        assert row["restarted"] == 2 and row["trivial"] == 1
