@@ -361,7 +361,9 @@ of the same training words, the difference with its 95% paired bootstrap interva
         "were never trained on"
     )
     what = "Wikipedia" if corpus == "wikipedia" else "a few million words of English"
-    return f"""# The course checkpoint: a {r["preset"]} BERT pretrained on {what} on a 2-core CPU
+    # the lessons' checkpoint (assets.COURSE) is the one on english_corpus; the first stays a point
+    which = "The course's first checkpoint" if corpus == "wikipedia" else "The course checkpoint"
+    return f"""# {which}: a {r["preset"]} BERT pretrained on {what} on a 2-core CPU
 
 A BERT of the `{r["preset"]}` preset ({c["num_layers"]} layers, {c["hidden_size"]} hidden, \
 {c["num_heads"]} heads, {c["intermediate_size"]} intermediate; {card["parameters"]:,} parameters) with a \

@@ -97,7 +97,7 @@ def main() -> None:
     history = json.loads((FOLDER / "history.json").read_text())
     tok = BertTokenizer.from_pretrained(FOLDER)
     model = BertForPreTraining.from_pretrained(FOLDER)
-    start = BertForPreTraining.from_pretrained(assets.course_checkpoint())
+    start = BertForPreTraining.from_pretrained(assets.course_checkpoint("course"))
     reviews = mlm_on_reviews(str(FOLDER))
     reviews["course"] = mlm_on_reviews("course")["model"]
     wiki = pretraining.heldout_dataset(

@@ -140,7 +140,7 @@ def baselines_by_size(task_name: str, sizes: tuple, seeds: int = 3) -> dict:
     task = tasks.get(task_name)
     course = task_name in COURSE_PIECES  # scored at the words its runs (course, scratch) score
     tok = BertTokenizer.from_pretrained(
-        assets.course_checkpoint() if course else assets.path("minilm")
+        assets.course_checkpoint("course") if course else assets.path("minilm")
     )
     measure = Measure.of(task_name).headline
     out: dict[str, dict[str, list[float]]] = {}

@@ -53,6 +53,7 @@ sys.path.insert(0, str(ROOT))  # a plain checkout on a lent machine: no install 
 
 from common import steps  # noqa: E402  (benchmarks/common, beside this file)
 
+from minibert import assets  # noqa: E402
 from minibert.config import BertConfig  # noqa: E402
 from minibert.model import BertForPreTraining  # noqa: E402
 
@@ -152,7 +153,7 @@ SMOKE_PLAN = Plan(  # every part at toy size, the compiler without code generati
     recipe_steps=1,
     recipe_extra=(
         "--vocab",
-        "data/course_checkpoint",
+        str(assets.course_checkpoint().relative_to(ROOT)),
         "--text-fraction",
         "0.05",
         "--batch-size",
@@ -399,7 +400,7 @@ class Suite:
         """50 steps from the same weights on the same real batches, fp32 and bf16 autocast."""
         from minibert.tokenization import BertTokenizer
 
-        tok = BertTokenizer.from_pretrained(ROOT / "data" / "course_checkpoint")
+        tok = BertTokenizer.from_pretrained(assets.course_checkpoint())
         config = BertConfig.preset(
             self.plan.equivalence_preset,
             vocab_size=len(tok.vocab),
@@ -611,7 +612,7 @@ class Suite:
         from minibert import pretraining
         from minibert.tokenization import BertTokenizer
 
-        tok = BertTokenizer.from_pretrained(ROOT / "data" / "course_checkpoint")
+        tok = BertTokenizer.from_pretrained(assets.course_checkpoint())
         data = course_dataset(tok, self.plan.articles)
         rng = random.Random(0)
         order = list(range(len(data)))
@@ -634,13 +635,14 @@ class Suite:
     # --- 5. wall times ------------------------------------------------------------------------
 
     def recipe(self, label: str, extra: tuple[str, ...]) -> None:
-        """The course checkpoint's pretraining command (its card's), paused after recipe_steps
-        steps of its 30,000-step schedule; extra arguments change it (a variant to compare)."""
-        card = json.loads((ROOT / "data" / "course_checkpoint" / "card.json").read_text())
+        """The course checkpoint's pretraining command (its card's: `--recipe english`, which needs
+        the english corpus fetched), paused after recipe_steps steps of its 30,000-step schedule; extra arguments change it (a variant to compare)."""
+        card = json.loads((assets.course_checkpoint() / "card.json").read_text())
         command = card["command"].split()[1:]  # after 'minibert'
-        total = int(command[command.index("--steps") + 1])
+        total = card["steps"]  # the schedule's length (a --recipe's command may not name it)
         folder = self.work / "recipe_run"
         stop = ("--stop-after", str(self.plan.recipe_steps), "--device", self.device.type)
+        stop += () if "--overwrite" in command else ("--overwrite",)  # each variant starts afresh
         args = [*_replaced(command, "--out", str(folder)), *stop, *self.plan.recipe_extra, *extra]
         report = run_and_extrapolate(args, folder, total, self.run_limit(100))
         self.result.setdefault("recipe", {})[label] = report
@@ -690,7 +692,7 @@ class Suite:
 
 
 def _card_recipe() -> dict:
-    card = json.loads((ROOT / "data" / "course_checkpoint" / "card.json").read_text())
+    card = json.loads((assets.course_checkpoint() / "card.json").read_text())
     return card["recipe"]
 
 

@@ -65,7 +65,7 @@ def main() -> None:
             mp.WordNgramModel(texts, order=3, discount=0.75).log_probability
         )
         seconds[name] = round(time.perf_counter() - started, 1)
-    models = {"course checkpoint (extract, 0.39M words)": str(assets.course_checkpoint())}
+    models = {"course checkpoint (extract, 0.39M words)": str(assets.course_checkpoint("course"))}
     models |= dict(spec.partition("=")[::2] for spec in args.model)
     for name, spec in models.items():
         model, tok = bert(spec)

@@ -75,7 +75,7 @@ def paired(a: list[int], b: list[int]) -> dict:
 def baselines(gold: list[int]) -> dict:
     """Each baseline's answers and accuracy on the test items (the task's own baselines)."""
     task = tasks.get("wiki-swag")
-    tok = BertTokenizer.from_pretrained(assets.course_checkpoint())
+    tok = BertTokenizer.from_pretrained(assets.course_checkpoint("course"))
     data = task.datasets(tok, task.max_length, None, SEED)
     found = {}
     for baseline in task.baselines:

@@ -407,14 +407,18 @@ def status() -> list[dict[str, object]]:
 
 
 COURSE_CHECKPOINTS = {  # name -> folder under data/: the course's own pretrained models
-    "course": "course_checkpoint",  # pretrained on the Wikipedia extract (MLM + NSP)
+    "course": "course_checkpoint",  # pretrained on the Wikipedia extract's 0.39M words (MLM + NSP)
     "course-reviews": "course_reviews",  # 'course' continued on the training movies' reviews (MLM)
     "course-english": "course_english",  # pretrained on english_corpus's 5.5M words (MLM + NSP)
 }
+# the course checkpoint, which the lessons load: the recipe on 5.5M words; 'course' (the first,
+# 0.39M words) keeps its name, and every committed result made from it says so
+COURSE = "course-english"
 
 
-def course_checkpoint(name: str = "course") -> Path:
-    """The folder of a course checkpoint, by name (COURSE_CHECKPOINTS; committed under data/)."""
+def course_checkpoint(name: str = COURSE) -> Path:
+    """The folder of a course checkpoint, by name (COURSE_CHECKPOINTS; committed under data/);
+    with no name, the course checkpoint the lessons load (COURSE)."""
     if name not in COURSE_CHECKPOINTS:
         raise ValueError(
             f"course checkpoint must be one of {sorted(COURSE_CHECKPOINTS)}, got {name!r}"

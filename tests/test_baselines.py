@@ -18,7 +18,7 @@ def minilm_tok():
 
 @pytest.fixture(scope="module")
 def course_tok():
-    return BertTokenizer.from_pretrained(assets.course_checkpoint())
+    return BertTokenizer.from_pretrained(assets.course_checkpoint("course"))
 
 
 # --- masked language modelling and next sentence prediction --------------------------------------

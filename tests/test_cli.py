@@ -148,7 +148,7 @@ def test_every_pretrain_option_is_explained():
 def test_classify_refuses_a_folder_without_a_trained_classifier(capsys):
     from minibert import assets
 
-    assert cli.main(["classify", str(assets.course_checkpoint()), "a gem of a film"]) == 2
+    assert cli.main(["classify", str(assets.course_checkpoint("course")), "a gem of a film"]) == 2
     assert re.search(r"has no trained head .*classifier.weight", capsys.readouterr().err)
 
 
@@ -159,7 +159,7 @@ def test_a_vocabulary_that_does_not_match_the_weights_is_refused(tmp_path, capsy
     from minibert.model import BertForMaskedLM
 
     folder = tmp_path / "course"
-    shutil.copytree(assets.course_checkpoint(), folder)
+    shutil.copytree(assets.course_checkpoint("course"), folder)
     lines = (folder / "vocab.txt").read_text(encoding="utf-8").splitlines(True)
     (folder / "vocab.txt").write_text("".join(lines[:100] + lines[101:]), encoding="utf-8")
     with pytest.raises(ValueError, match="has 7,999 lines but the model's vocab_size is 8,000"):
@@ -202,11 +202,13 @@ def test_damaged_model_folders_are_one_line(tmp_path):
     (looping / "modules.json").write_text(json.dumps(modules))
     index = tmp_path / "index"
     index.mkdir()
-    (index / "config.json").write_bytes((assets.course_checkpoint() / "config.json").read_bytes())
+    (index / "config.json").write_bytes(
+        (assets.course_checkpoint("course") / "config.json").read_bytes()
+    )
     (index / "model.safetensors.index.json").write_text('{"weight_map": 5}')
     huge = tmp_path / "huge"
     huge.mkdir()
-    config = json.loads((assets.course_checkpoint() / "config.json").read_text())
+    config = json.loads((assets.course_checkpoint("course") / "config.json").read_text())
     (huge / "config.json").write_text(json.dumps(config | {"intermediate_size": 10**9}))
     cases = {looping: "modules.json", index: "model.safetensors.index.json", huge: "config.json"}
     for folder, file in cases.items():
@@ -256,7 +258,7 @@ def test_pretrain_recipe_expands_to_its_flags_and_the_users_flags_win():
     )
     assert args.steps == 10 and args.preset == "tiny" and args.neighbour_steps == 3000
     # the named recipe is the one the course checkpoint was trained with
-    saved = json.loads((assets.course_checkpoint() / "recipe.json").read_text())
+    saved = json.loads((assets.course_checkpoint("course") / "recipe.json").read_text())
     full = build_parser().parse_args(with_recipe(["pretrain", "--recipe=wikipedia", "--out", "x"]))
     for key in ("corpus", "preset", "steps", "warmup_steps", "lr", "dropout", "neighbour_steps"):
         assert getattr(full, key) == saved[key], key

@@ -160,7 +160,7 @@ def test_classify_takes_sentence_pairs(folders, capsys):
 
 
 def test_a_pretrained_folder_is_not_fine_tuned(capsys):
-    assert cli.main(["tag", str(assets.course_checkpoint()), "the eiffel tower"]) == 2
+    assert cli.main(["tag", str(assets.course_checkpoint("course")), "the eiffel tower"]) == 2
     assert "has no trained head" in capsys.readouterr().err
 
 
@@ -173,7 +173,7 @@ def test_choose_refuses_a_folder_that_cannot_choose_with_one_line_and_exit_2(
     context = ["it rained .", "--choice", "so .", "--choice", "we got wet ."]
     wrong = {
         str(tmp_path / "nowhere"): "no checkpoint folder",
-        str(assets.course_checkpoint()): "has no trained head",
+        str(assets.course_checkpoint("course")): "has no trained head",
         str(folders["rotten-tomatoes"]): "use `minibert classify",
         str(folders["wiki-search"]): "use `minibert search",
         str(folders["wiki-qa"]): "use `minibert answer",
@@ -217,7 +217,7 @@ def test_empty_or_control_only_text_is_refused_by_every_command(folders, capsys,
         ["answer", qa, "--question", "who?", "--context", text],
         ["choose", swag, text, "--choice", "it rained .", "--choice", "so ."],
         ["choose", swag, "it rained .", "--choice", "so .", "--choice", text],
-        ["fill-mask", str(assets.course_checkpoint()), text],
+        ["fill-mask", str(assets.course_checkpoint("course")), text],
     ):
         _one_line(capsys, 2, "is empty (or only spaces and control characters)", cli.main(command))
 

@@ -34,7 +34,7 @@ def test_it_continued_the_course_checkpoint_on_review_text_only():
     recipe = json.loads((FOLDER / "recipe.json").read_text())
     assert (recipe["init"], recipe["corpus"], recipe["objective"]) == ("course", "reviews", "none")
     assert (FOLDER / "vocab.txt").read_text() == (
-        assets.course_checkpoint() / "vocab.txt"
+        assets.course_checkpoint("course") / "vocab.txt"
     ).read_text()
     train, heldout = load_corpus("reviews")
     dev_and_test = {r.text for split in ("dev", "test") for r in corpora.rotten_tomatoes(split)}

@@ -216,7 +216,7 @@ def course_model(tmp_path_factory):
     from minibert.assets import course_checkpoint
 
     folder = tmp_path_factory.mktemp("existing") / "m"
-    shutil.copytree(course_checkpoint(), folder)
+    shutil.copytree(course_checkpoint("course"), folder)
     return folder
 
 

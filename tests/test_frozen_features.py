@@ -11,7 +11,7 @@ from minibert.tokenization import BertTokenizer
 
 @pytest.fixture(scope="module")
 def tok():
-    return BertTokenizer.from_pretrained(assets.course_checkpoint())
+    return BertTokenizer.from_pretrained(assets.course_checkpoint("course"))
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,7 @@ def paragraphs():
 
 @pytest.fixture(scope="module")
 def tok():
-    return BertTokenizer.from_pretrained(assets.course_checkpoint())
+    return BertTokenizer.from_pretrained(assets.course_checkpoint("course"))
 
 
 def _links(paragraphs) -> list[tuple[str, str]]:

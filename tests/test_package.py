@@ -592,7 +592,7 @@ def _entry_points():
 
     model = BertForMultipleChoice(BertConfig(vocab_size=60, hidden_size=8, num_layers=1,
                                              num_heads=2, intermediate_size=8))  # fmt: skip
-    tok = BertTokenizer.from_pretrained(minibert.assets.course_checkpoint())
+    tok = BertTokenizer.from_pretrained(minibert.assets.course_checkpoint("course"))
     return {
         "search": lambda text: minibert.search("no-such-encoder", text),
         "ask": lambda text: minibert.ask(text, reader="no-such-reader"),

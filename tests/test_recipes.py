@@ -26,7 +26,7 @@ def test_the_review_corpus_is_training_movies_split_by_title():
 
 @pytest.mark.slow
 def test_init_keeps_the_weights_vocabulary_and_size(tmp_path):
-    course = assets.course_checkpoint()
+    course = assets.course_checkpoint("course")
     result = recipes.pretrain(
         tmp_path / "adapted", steps=1, init="course", corpus="reviews", objective="none",
         lr=1e-12, warmup_steps=0, weight_decay=0.0, dupe_factor=1, batch_size=4,
@@ -67,10 +67,10 @@ def test_init_arguments_are_checked_before_anything_is_written(tmp_path, changes
 def test_finetune_takes_a_measured_learning_rate_per_model_size(tmp_path):
     from minibert.config import BertConfig
 
-    assert recipes.default_lr(BertConfig.from_hf_config(assets.course_checkpoint())) == 1e-3
+    assert recipes.default_lr(BertConfig.from_hf_config(assets.course_checkpoint("course"))) == 1e-3
     assert recipes.default_lr(BertConfig.from_hf_config(assets.path("minilm"))) == 5e-5
     minilm, course = (BertConfig.from_hf_config(assets.path("minilm")),
-                      BertConfig.from_hf_config(assets.course_checkpoint()))  # fmt: skip
+                      BertConfig.from_hf_config(assets.course_checkpoint("course")))  # fmt: skip
     assert recipes.default_lr(minilm, tasks.get("wiki-qa")) == 3e-4  # the reader's own, measured
     assert recipes.default_lr(minilm, tasks.get("wiki-qnli")) == 5e-5
     assert recipes.default_lr(course, tasks.get("wiki-qa")) == 1e-3
@@ -94,11 +94,14 @@ def test_finetune_takes_a_measured_learning_rate_per_model_size(tmp_path):
 
 
 def test_course_checkpoints_have_names():
-    assert recipes.model_folder("course") == assets.course_checkpoint()
+    assert recipes.model_folder("course") == assets.course_checkpoint("course")
+    # with no name, the checkpoint the lessons load: the recipe on 5.5M words
+    assert assets.course_checkpoint() == recipes.model_folder("course-english")
+    assert assets.course_checkpoint().name == "course_english"
     reviews = recipes.model_folder("course-reviews")
     assert reviews == assets.course_checkpoint("course-reviews")
     assert (reviews / "vocab.txt").read_text() == (
-        assets.course_checkpoint() / "vocab.txt"
+        assets.course_checkpoint("course") / "vocab.txt"
     ).read_text()
     with pytest.raises(ValueError, match="course checkpoint must be one of"):
         assets.course_checkpoint("course-wikipedia")

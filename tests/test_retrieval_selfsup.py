@@ -117,7 +117,7 @@ def test_simcse_views_differ_by_dropout_alone(tiny_folder):
 
 
 def test_wiki_ict_trains_on_article_pairs_and_is_measured_on_wiki_searchs_questions():
-    tok = BertTokenizer.from_pretrained(assets.course_checkpoint())
+    tok = BertTokenizer.from_pretrained(assets.course_checkpoint("course"))
     task = tasks.get("wiki-ict")
     assert task.shape == "vector" and task.selection == tasks.get("wiki-search").selection
     train, dev, test = task.datasets(tok, 64, train_examples=8, seed=0)

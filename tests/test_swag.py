@@ -86,7 +86,7 @@ def test_the_splits_are_by_article_and_the_right_choice_is_anywhere():
 
 @pytest.fixture(scope="module")
 def tok():
-    return BertTokenizer.from_pretrained(mb.assets.course_checkpoint())
+    return BertTokenizer.from_pretrained(mb.assets.course_checkpoint("course"))
 
 
 def test_collate_pads_every_choice_of_every_item(tok):

@@ -62,7 +62,7 @@ def test_fill_mask_on_a_text_longer_than_the_model_says_what_to_do(capsys):
     from minibert.inference import fill_mask
     from minibert.model import BertForMaskedLM
 
-    folder = assets.course_checkpoint()
+    folder = assets.course_checkpoint("course")
     text = "the [MASK] of france is paris . " + "a " * 50_000  # 100,000 characters and more
     model = BertForMaskedLM.from_pretrained(folder)
     limit = model.config.max_position_embeddings

@@ -17,7 +17,9 @@ COMMAND = (*SCHEDULE[:5], "neighbour_steps", "eval_every", "checkpoint_every", "
 
 def options(keys: tuple[str, ...] = SCHEDULE) -> dict[str, Any]:
     """The recipe's options by name (recipes.pretrain's keywords): {"preset": "tiny", ...}."""
-    recipe = json.loads((assets.course_checkpoint() / "recipe.json").read_text(encoding="utf-8"))
+    recipe = json.loads(
+        (assets.course_checkpoint("course") / "recipe.json").read_text(encoding="utf-8")
+    )
     missing = [key for key in keys if key not in recipe]
     if missing:
         raise KeyError(

@@ -334,7 +334,8 @@ NSP_COLUMNS = ["run", "steps", "lr", "held-out NSP", "best NSP", "single-sentenc
 def nsp_continuation(data: dict) -> Section:
     return Section(
         "Can NSP catch the topic rule? (3,000 steps)",
-        "The course checkpoint's pretraining continued with new sentence pairs every epoch and "
+        "The first checkpoint's (`course`, 0.39M words) pretraining continued with new sentence "
+        "pairs every epoch and "
         "dropout 0.1, measured on the held-out pairs every 250 steps. The figure draws this run "
         "and the two below beside the TF-IDF topic rule.",
         "python benchmarks/nsp_continuation.py --lr 3e-4 --dropout 0.1 --steps 3000",
@@ -814,6 +815,10 @@ SELF_SUPERVISED_PAIRS = {  # what a self-supervised row's pairs are, by its obje
 
 def retrieval(data: dict) -> Section:
     measures = data["measures"]
+    start = data.get("course_checkpoint", "course")
+    who = (
+        "the course checkpoint" if start == "course-english" else "the first checkpoint (`course`)"
+    )
     rows = []
     for name, r in data["rows"].items():
         gaps = [
@@ -856,21 +861,19 @@ def retrieval(data: dict) -> Section:
         if "objective" in t:  # self-supervised: the articles' text, no question
             pairs = SELF_SUPERVISED_PAIRS.get(t["objective"], t["objective"])
             taught += (
-                f" {name}: the course checkpoint trained on {t['pairs']:,} {pairs} from the "
+                f" {name}: {who} trained on {t['pairs']:,} {pairs} from the "
                 f"training articles' text alone, no question, with in-batch negatives "
                 f"({t['steps']} steps of {t['batch_size']}, temperature {t['temperature']}, the "
                 f"rate {t['lr']:g}: {t['lr_rule']}{tried}), {runs}"
             )
         elif "texts" in t:  # distilled: the student regresses the teacher's vectors
             taught += (
-                f" {name}: the course checkpoint as a student of MiniLM on {t['texts']:,} texts of "
+                f" {name}: {who} as a student of MiniLM on {t['texts']:,} texts of "
                 f"the training articles ({t['loss']}; {t['steps']} steps of {t['batch_size']}, the "
                 f"rate {t['lr']:g}: {t['lr_rule']}{tried}), {runs}"
             )
         else:
-            model = (
-                "MiniLM" if "--model minilm " in t.get("recipe", "") else "the course checkpoint"
-            )
+            model = "MiniLM" if "--model minilm " in t.get("recipe", "") else who
             hard = t.get("hard_negatives")
             extra = f" and {hard} of BM25's best wrong paragraphs per question" if hard else ""
             taught += (
@@ -938,7 +941,6 @@ def retrieval(data: dict) -> Section:
                 f"{signed_interval(e['hybrid_minus_bm25_f1'], digits=1)}."
             )
     lat, enc = data["latency"], data["minilm_corpus_encoding"]
-    start = data.get("course_checkpoint", "course")
     return Section(
         "Searching the course's Wikipedia (wiki-search)"
         + ("" if start == "course" else f", the course rows from {start}"),

@@ -377,8 +377,8 @@ def nsp_choices(folder, items: Sequence[SwagItem]) -> list[int]:
 
 
 def _course_nsp(train, dev, test: ChoiceDataset, tokenizer) -> list[int]:
-    """The course checkpoint's NSP head, no fine-tuning: the most probable IsNext choice."""
-    return nsp_choices(assets.course_checkpoint(), test.texts)
+    """The 0.39M-word course checkpoint's NSP head, no fine-tuning: the most probable IsNext choice."""
+    return nsp_choices(assets.course_checkpoint("course"), test.texts)
 
 
 def _load(tok, max_length: int, train_examples: int | None, seed: int):
