@@ -636,7 +636,8 @@ class Suite:
 
     def recipe(self, label: str, extra: tuple[str, ...]) -> None:
         """The course checkpoint's pretraining command (its card's: `--recipe english`, which needs
-        the english corpus fetched), paused after recipe_steps steps of its 30,000-step schedule; extra arguments change it (a variant to compare)."""
+        the english corpus fetched), paused after recipe_steps steps of its 30,000-step schedule;
+        extra arguments change it (a variant to compare)."""
         card = json.loads((assets.course_checkpoint() / "card.json").read_text())
         command = card["command"].split()[1:]  # after 'minibert'
         total = card["steps"]  # the schedule's length (a --recipe's command may not name it)
