@@ -35,6 +35,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -800,9 +801,11 @@ def minilm_shape_folder(folder: Path) -> Path:
 
 
 def run_and_extrapolate(args: list[str], folder: Path, total: int | None, limit: float) -> dict:
-    """Run `minibert ARGS`; its wall time, its loop's seconds and steps (read from the run's saved
-    state or history), and for a paused run the whole schedule's time extrapolated."""
+    """Run `minibert ARGS` writing into folder (emptied first); its wall time, its loop's seconds
+    and steps (read from the run's saved state or history), and for a paused run the whole
+    schedule's time extrapolated."""
     command = [sys.executable, "-m", "minibert", *args]
+    shutil.rmtree(folder, ignore_errors=True)  # what is read below is this run's, or nothing
     started = time.perf_counter()
     paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = os.environ | {"PYTHONPATH": os.pathsep.join(paths)}

@@ -192,3 +192,14 @@ def test_a_mask_that_keeps_every_token_is_not_sent(tiny_config):
             collate_fn=lambda items: items[0],
         )
         assert seen == [expected]
+
+
+def test_a_failed_run_reports_no_steps_even_where_an_earlier_run_left_its_history(tmp_path):
+    """The recipe's variants share one folder: a variant whose command fails must not report the
+    steps and pace of the run before it (it did: `steps_done: 1` for a run that exited 2)."""
+    folder = tmp_path / "recipe_run"
+    folder.mkdir()
+    (folder / "history.json").write_text(json.dumps([{"step": 7, "seconds": 3.0}]))
+    report = gpu_suite.run_and_extrapolate(["pretrain", "--no-such-flag"], folder, 100, 60)
+    assert report["exit"] != 0
+    assert report["steps_done"] is None and "ms_per_step" not in report
