@@ -3,7 +3,7 @@ re-ranked by a cross-encoder, and faiss' approximate indexes (HNSW, IVF) against
 
     nice python benchmarks/retrieval_rerank.py --hybrid --seeds 1 2 3   # about 2 one-thread hours
     python benchmarks/retrieval_rerank.py --smoke             # tiny budgets; writes nothing
-    python benchmarks/retrieval_rerank.py --only index        # the index section alone
+    python benchmarks/retrieval_rerank.py --only index --threads 2  # the index section: 9 min
     python benchmarks/retrieval_rerank.py --hybrid            # the hybrid's top 20 re-ranked too
     python benchmarks/retrieval_rerank.py --steps 300 --seeds 1 2 3   # a larger budget
 
@@ -32,11 +32,14 @@ bootstrap resamples (seeds averaged within each), 95% interval, and a sign-flip 
 per question is the cross-encoder's wall time per pair times --depth (it reads --depth pairs for
 each question).
 
-Approximate search. MiniLM's mean-pooled vectors of the 7,396 paragraphs (the index `minibert
-search minilm` keeps), and the same grown to --large vectors: each added vector is a paragraph's
+Approximate search. MiniLM's mean-pooled vectors of three haystacks: the 7,396 paragraphs (the
+index `minibert search minilm` keeps); the paragraphs and real sentences, --large texts in all
+(every sentence of the course's Wikipedia articles, then sentences of the English pretraining
+corpus drawn at random, each at least MIN_WORDS words and each text once; encoded by MiniLM and
+kept in --cache); and a synthetic haystack of --large vectors, each added one a paragraph's
 vector, drawn at random, plus Gaussian noise (NOISE per dimension: cosine about 0.7 to its
-paragraph), scaled to length 1 - a synthetic haystack with the real one's directions, whose
-isotropic noise is harder on an approximate index than real text. The queries are the wiki-qa
+paragraph), scaled to length 1, whose clusters of near copies are harder on an approximate index
+than real text. The queries are the wiki-qa
 questions' MiniLM vectors. Each approximate index (retrieval.index.ApproximateIndex: HNSW at
 several ef_search, IVF at several probes) is scored by its recall of the exact top 10 (faiss'
 flat index) and by a query's latency: one query at a time, exact and approximate interleaved,
@@ -54,6 +57,7 @@ import json
 import math
 import os
 import platform
+import random
 import re
 import statistics
 import sys
@@ -65,7 +69,7 @@ import torch
 from common import restarts
 
 import minibert
-from minibert import paired_statistics, recipes
+from minibert import corpora, english_corpus, paired_statistics, recipes
 from minibert.recipes.sweep_recipe import Trial, choose_lr
 from minibert.retrieval import corpus, measures
 from minibert.retrieval.encoders import encode
@@ -82,6 +86,7 @@ EF_SEARCH = (16, 32, 64, 128)  # HNSW's candidates while searching
 PROBES = (4, 8, 16, 32, 64)  # IVF's clusters searched, of about sqrt(passages)
 NOISE = 0.05  # per dimension, for the grown haystack: |noise| about 1 in 384 dimensions
 LARGE = 100_000
+MIN_WORDS = 4  # a sentence of the grown haystack: shorter ones (headings, "Yes.") are left out
 # the cross-encoder's rates tried on dev. The grid once started at finetune's MiniLM default (5e-5)
 # and had to widen twice to find its best: at 150 steps the default barely leaves the trivial level
 RATES = (1e-4, 2e-4, 4e-4)
@@ -378,6 +383,65 @@ def grown(vectors: torch.Tensor, size: int, seed: int = 0) -> torch.Tensor:
     return torch.nn.functional.normalize(torch.cat([vectors, noisy]), dim=-1)
 
 
+def grown_texts(
+    paragraphs: list[str], wikipedia: list[str], more: list[str], size: int, seed: int = 0
+) -> tuple[list[str], dict[str, int]]:
+    """The size - len(paragraphs) real texts that grow the haystack to size: the wikipedia
+    sentences in order, then the more sentences drawn at random (seed), each at least MIN_WORDS
+    words, none a paragraph or a text already taken; and how many came from each."""
+    wanted = size - len(paragraphs)
+    if wanted < 0:
+        raise ValueError(
+            f"--large must be at least the {len(paragraphs):,} paragraphs, got {size:,}"
+        )
+    seen = set(paragraphs)
+
+    def taken(candidates: list[str], room: int) -> list[str]:
+        out = []
+        for text in candidates:
+            if len(out) == room:
+                break
+            if len(text.split()) >= MIN_WORDS and text not in seen:
+                seen.add(text)
+                out.append(text)
+        return out
+
+    first = taken(wikipedia, wanted)
+    drawn = list(more)
+    random.Random(seed).shuffle(drawn)
+    second = taken(drawn, wanted - len(first))
+    if len(first) + len(second) < wanted:
+        raise ValueError(
+            f"only {len(first) + len(second):,} sentences of at least {MIN_WORDS} words beside "
+            f"the paragraphs; --large {size:,} needs {wanted:,}"
+        )
+    return first + second, {
+        "wikipedia sentences": len(first),
+        "english corpus sentences": len(second),
+    }
+
+
+def sentences_haystack(
+    searcher, passages: list, size: int, cache: Path
+) -> tuple[torch.Tensor, dict]:
+    """(size, hidden) unit vectors: the paragraphs' and real sentences' (grown_texts: every
+    sentence of the course's Wikipedia, then the English pretraining corpus's training
+    documents'), encoded by the searcher's encoder and kept in cache; and what it holds."""
+    wikipedia = [s for a in corpora.wikipedia_articles("all") for s in a.sentences]
+    more = [s for d in english_corpus.documents("train") for s in d.sentences]
+    texts, counts = grown_texts([p.text for p in passages], wikipedia, more, size)
+    print(f"encoding {len(texts):,} sentences with MiniLM (kept in {cache})", flush=True)
+    start = time.perf_counter()
+    added = encode(searcher.encoder, texts, "mean", cache=cache, cache_name="grown-sentences")
+    vectors = torch.nn.functional.normalize(torch.cat([searcher.index.vectors, added]), dim=-1)
+    about = {
+        "texts": {"paragraphs": len(passages)} | counts,
+        "min_words": MIN_WORDS,
+        "encoding_seconds": round(time.perf_counter() - start, 1),
+    }
+    return vectors, about
+
+
 def timed(search, queries: torch.Tensor) -> list[float]:
     """Milliseconds of each one-query search, after a warm-up."""
     search(queries[:1])
@@ -432,9 +496,17 @@ def index_section(args: argparse.Namespace, passages: list, minilm) -> dict:
     searcher = minilm()
     texts = [q.text for s in ("train", "dev", "test") for q in corpus.wiki_queries(s, passages)]
     queries = encode(searcher.encoder, texts, "mean")  # (questions, 384)
+    sentences, about = sentences_haystack(searcher, passages, args.large, args.cache)
     haystacks = {
-        "paragraphs": searcher.index.vectors,
-        "grown": grown(searcher.index.vectors, args.large),
+        "paragraphs": (searcher.index.vectors, {"what": "the course's Wikipedia paragraphs"}),
+        "sentences": (sentences, {"what": "the paragraphs and real sentences"} | about),
+        "grown": (
+            grown(searcher.index.vectors, args.large),
+            {
+                "what": "synthetic: the paragraphs and noisy copies of them",
+                "noise_per_dimension": NOISE,
+            },
+        ),
     }
     out = {
         "k": TOP,
@@ -443,11 +515,13 @@ def index_section(args: argparse.Namespace, passages: list, minilm) -> dict:
         "noise_per_dimension": NOISE,
         "haystacks": {},
     }
-    for name, vectors in haystacks.items():
+    for name, (vectors, described) in haystacks.items():
         print(f"{name}: {len(vectors):,} vectors", flush=True)
         exact = PassageIndex.of(vectors, "benchmark", "minilm", "mean")
         rows = approximate_rows(exact, queries, args.latency_queries)
-        out["haystacks"][name] = {"vectors": len(vectors), "hidden": vectors.shape[1], **rows}
+        out["haystacks"][name] = {
+            "vectors": len(vectors), "hidden": vectors.shape[1], **described, **rows
+        }  # fmt: skip
     return out
 
 
@@ -514,7 +588,9 @@ def main(argv: list[str] | None = None) -> None:
         "questions chose, recall@1/5/20 and MRR@10 on the test "
         "questions with paired 95% bootstrap intervals of the difference; and faiss' "
         "approximate indexes (HNSW, IVF) against exact search: recall of the exact top 10 and a "
-        "query's median latency, over the 7,396 paragraphs and a haystack grown to 100,000",
+        "query's median latency, over the 7,396 paragraphs, the paragraphs and real sentences "
+        f"({args.large:,} texts), and a synthetic haystack of {args.large:,} (the paragraphs and "
+        "noisy copies of them)",
         "date": date.today().isoformat(),
         "machine": machine(args.threads),
         "minibert": minibert.__version__,

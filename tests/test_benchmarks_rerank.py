@@ -166,3 +166,27 @@ def test_the_weight_is_the_smallest_with_the_best_dev_mrr(monkeypatch, tmp_path)
     assert weight == 0.55 and by_weight[0.5] == 0.25 and by_weight[1.0] == 1.0
     assert benchmark.ranks_at(kept, 0.0, 4, [0]).tolist() == [4]
     assert benchmark.ranks_at(kept, weight, 4, [0]).tolist() == [1]
+
+
+def test_the_grown_haystack_is_the_paragraphs_then_wikipedias_sentences_then_drawn_ones():
+    """Real texts, each once: no paragraph again, no sentence twice, none under MIN_WORDS words;
+    Wikipedia's sentences in order first, then the other sentences drawn at random by the seed."""
+    paragraphs = ["one two three four five", "six seven eight nine ten"]
+    wikipedia = ["a b c d", "a b c d", "one two three four five", "too short", "e f g h"]
+    more = [f"w{i} x y z" for i in range(10)] + ["a b c d"]
+    texts, counts = benchmark.grown_texts(paragraphs, wikipedia, more, size=8, seed=0)
+    assert texts[:2] == ["a b c d", "e f g h"]
+    assert len(texts) == 6 and len(set(texts)) == 6 and not set(texts) & set(paragraphs)
+    assert all(len(t.split()) >= benchmark.MIN_WORDS for t in texts)
+    assert counts == {"wikipedia sentences": 2, "english corpus sentences": 4}
+    drawn = texts[2:]
+    assert set(drawn) <= set(more) and drawn != more[:4]  # drawn at random, not the first four
+    assert benchmark.grown_texts(paragraphs, wikipedia, more, size=8, seed=0)[0] == texts
+    assert benchmark.grown_texts(paragraphs, wikipedia, more, size=8, seed=1)[0] != texts
+
+
+def test_a_haystack_larger_than_the_real_texts_is_refused_in_one_line():
+    with pytest.raises(ValueError, match="needs 10"):
+        benchmark.grown_texts(["p q r s"], ["a b c d"], ["e f g h"], size=11)
+    with pytest.raises(ValueError, match="at least the 1 paragraphs"):
+        benchmark.grown_texts(["p q r s"], [], [], size=0)

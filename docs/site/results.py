@@ -1009,6 +1009,21 @@ def cross_encoder_line(cross: dict) -> str:
     return f"\n\nThe cross-encoder: `{cross['command']}`, seeds {seeds}, rate {rate['lr']:g}, {chosen}."
 
 
+def haystack_line(haystack: dict) -> str:
+    """What an approximate-search haystack holds, as a sentence (empty for an older file)."""
+    if "what" not in haystack:
+        return ""
+    held = "; ".join(f"{name} {count:,}" for name, count in haystack.get("texts", {}).items())
+    words = (
+        f", each sentence at least {haystack['min_words']} words" if "min_words" in haystack else ""
+    )
+    return (
+        f"{haystack['what'][0].upper()}{haystack['what'][1:]}"
+        + (f": {held}{words}" if held else "")
+        + ".\n\n"
+    )
+
+
 def retrieval_rerank(data: dict) -> Section:
     parts = []
     index = data.get("index")
@@ -1023,6 +1038,7 @@ def retrieval_rerank(data: dict) -> Section:
             ]  # fmt: skip
             parts.append(
                 f"### {name}: {haystack['vectors']:,} vectors of {haystack['hidden']}\n\n"
+                + haystack_line(haystack)
                 + table(
                     [
                         "index",
