@@ -1201,6 +1201,43 @@ def test_make_builds_only_the_graders_objects_for_a_check():
         module.make("Popen", ["ls"])  # nothing else can be built
 
 
+def test_the_loops_model_has_the_same_weights_while_other_threads_draw_random_numbers():
+    """A grader with --jobs builds its reference LoopClassifiers in threads at once; each must have
+    its seed's weights whatever another thread does to torch's global random state (with a global
+    seed, 721 of 1,200 builds in four threads differed, and the reference loop failed the right
+    answer: "keep a copy of the best weights")."""
+    import threading
+
+    import torch
+
+    alone = {seed: worker.LoopClassifier(seed).state_dict() for seed in range(4)}
+    stop, differed = threading.Event(), []
+
+    def draw() -> None:  # another grading thread using the global generator
+        while not stop.is_set():
+            torch.manual_seed(99)
+            torch.rand(64)
+
+    def build(seed: int) -> None:
+        for _ in range(100):
+            state = worker.LoopClassifier(seed).state_dict()
+            differed.extend(k for k, v in state.items() if not torch.equal(v, alone[seed][k]))
+
+    drawing = threading.Thread(target=draw)
+    builders = [threading.Thread(target=build, args=(seed,)) for seed in range(4)]
+    drawing.start()
+    for t in builders:
+        t.start()
+    for t in builders:
+        t.join()
+    stop.set()
+    drawing.join()
+    assert differed == []
+    state = torch.get_rng_state()
+    worker.LoopClassifier(0)
+    assert torch.equal(torch.get_rng_state(), state)  # the caller's generator untouched
+
+
 # --- the sandbox holds as root and wherever Python lives; the class is the teacher's --------------
 
 ATTACK = """

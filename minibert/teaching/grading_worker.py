@@ -246,11 +246,18 @@ class LoopClassifier(torch.nn.Module):
 
     def __init__(self, seed: int):
         super().__init__()
-        with torch.random.fork_rng():  # the same weights each time; the caller's RNG untouched
-            torch.manual_seed(seed)
-            self.embed = torch.nn.Embedding(40, 12)
-            self.norm = torch.nn.LayerNorm(12)
-            self.head = torch.nn.Linear(12, 2)
+        # the weights drawn from a generator of its own, never torch's global one: a grader with
+        # --jobs builds its reference models in threads at once, and a global seed set in one
+        # thread is drawn from by another (the reference then differs from the student's model)
+        g = torch.Generator().manual_seed(seed)
+        self.embed = torch.nn.utils.skip_init(torch.nn.Embedding, 40, 12)
+        self.norm = torch.nn.LayerNorm(12)
+        self.head = torch.nn.utils.skip_init(torch.nn.Linear, 12, 2)
+        bound = 12**-0.5  # torch's default range for a Linear's weights and bias: 1/sqrt(fan-in)
+        with torch.no_grad():
+            self.embed.weight.normal_(generator=g)  # (40, 12), as nn.Embedding's default
+            self.head.weight.uniform_(-bound, bound, generator=g)  # (2, 12)
+            self.head.bias.uniform_(-bound, bound, generator=g)  # (2,)
         self.calls: list[tuple[str, bool]] = []
         self.evaluating = False
 
