@@ -3,7 +3,7 @@ re-ranked by a cross-encoder, and faiss' approximate indexes (HNSW, IVF) against
 
     nice python benchmarks/retrieval_rerank.py --hybrid --seeds 1 2 3   # about 2 one-thread hours
     python benchmarks/retrieval_rerank.py --smoke             # tiny budgets; writes nothing
-    python benchmarks/retrieval_rerank.py --only index --threads 2  # the index section: 9 min
+    python benchmarks/retrieval_rerank.py --only index   # the index section: 9 min, 1.5 cached
     python benchmarks/retrieval_rerank.py --hybrid            # the hybrid's top 20 re-ranked too
     python benchmarks/retrieval_rerank.py --steps 300 --seeds 1 2 3   # a larger budget
 
@@ -43,7 +43,8 @@ than real text. The queries are the wiki-qa
 questions' MiniLM vectors. Each approximate index (retrieval.index.ApproximateIndex: HNSW at
 several ef_search, IVF at several probes) is scored by its recall of the exact top 10 (faiss'
 flat index) and by a query's latency: one query at a time, exact and approximate interleaved,
-the median over --latency-queries, after a warm-up, on --threads threads (faiss and torch). The
+the median over --latency-queries, after a warm-up, on --threads threads (faiss and torch; one
+query's exact search was slower on two threads than on one here, so one is the default). The
 ratio exact / approximate is the speed-up; timings are of a shared machine, so ratios, not times,
 are the finding. Writes benchmarks/results/retrieval_rerank.json.
 """
